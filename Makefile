@@ -1,0 +1,31 @@
+# Two commands that work on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+OUT ?= demo_out
+EXTRAS ?= dev
+
+.PHONY: demo test install lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+
+## Simulate the built-in four-target phantom and invert it: figures + metrics in $(OUT)/
+demo: install
+	$(BIN)/helmholtz-pinn invert --out $(OUT)
+	@echo "results in $(OUT)/ (mu.npz in Pa, metrics.json, *.png)"
+
+## Install the package with test tools and run the test suite (CPU).
+test: install
+	$(BIN)/python -m pytest -q tests
+
+lint: install
+	$(BIN)/ruff check helmholtz_pinn tests scripts
+	$(BIN)/ruff format --check helmholtz_pinn tests scripts
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache

@@ -1,0 +1,158 @@
+"""Command line: ``helmholtz-pinn simulate | invert | baseline | convert``.
+
+The parser only maps arguments onto library calls; the inversion options are generated
+from the fields of :class:`helmholtz_pinn.config.Config` (one list of defaults). Known
+errors print one line and exit with status 2 (``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+import typing
+from pathlib import Path
+
+from helmholtz_pinn.config import Config
+
+EXIT_USAGE = 2
+EXIT_DIVERGED = 3
+
+
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    """One ``--field-name`` option per Config field, typed from its default."""
+    group = parser.add_argument_group("inversion settings (helmholtz_pinn.Config)")
+    hints = typing.get_type_hints(Config)
+    for field in dataclasses.fields(Config):
+        if field.name == "seed":
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+        kind = type(field.default) if field.default is not None else float
+        group.add_argument(flag, dest=field.name, type=str if choices else kind, default=None,
+                           choices=choices, help=f"default: {field.default}")
+
+
+def _config_from(args: argparse.Namespace) -> Config:
+    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(Config)
+                 if getattr(args, f.name, None) is not None}
+    return Config().replace(**overrides)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="helmholtz-pinn",
+        description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="write a phantom dataset (.npz) from the forward solver")
+    sim.add_argument("--phantom", default="four-target", help="built-in phantom name")
+    sim.add_argument("--out", required=True, type=Path, help="output .npz file")
+    sim.add_argument("--noise-db", type=float, default=None,
+                     help="noise power relative to signal power, dB (e.g. -20 = 1 %%)")
+    sim.add_argument("--seed", type=int, default=0, help="noise seed")
+
+    inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
+    inv.add_argument("data", nargs="?", type=Path,
+                     help="dataset .npz (default: the built-in four-target phantom)")
+    inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
+    inv.add_argument("--seed", type=int, default=0)
+    inv.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _config_options(inv)
+
+    base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
+    base.add_argument("data", type=Path)
+    base.add_argument("--method", default="ahi", choices=["ahi"])
+    base.add_argument("--smoothing", default="none", choices=["none", "gaussian", "savgol"])
+    base.add_argument("--sigma", type=float, default=1.0, help="Gaussian width, voxels")
+    base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
+    base.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def _load_or_phantom(path: Path | None, out: Path):
+    from helmholtz_pinn import data, phantoms
+
+    if path is not None:
+        return data.load(path)
+    print("no DATA given: simulating the built-in four-target phantom", file=sys.stderr)
+    dataset = phantoms.simulate_phantom("four-target")
+    out.mkdir(parents=True, exist_ok=True)
+    data.save(dataset, out / "phantom.npz")
+    return dataset
+
+
+def cmd_simulate(args) -> int:
+    from helmholtz_pinn import data, outputs, phantoms
+
+    dataset = phantoms.simulate_phantom(args.phantom, noise_db=args.noise_db, seed=args.seed)
+    outputs.prepare_dir(args.out.parent if str(args.out.parent) else Path("."))
+    data.save(dataset, args.out)
+    print(f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz")
+    return 0
+
+
+def cmd_invert(args) -> int:
+    from helmholtz_pinn import inversion, outputs, train
+
+    cfg = _config_from(args).replace(seed=args.seed)
+    outputs.prepare_dir(args.out)
+    dataset = _load_or_phantom(args.data, args.out)
+    try:
+        result = inversion.invert(dataset, cfg, progress=not args.no_progress)
+    except train.DivergenceError as err:
+        outputs.write_json(args.out / "failure.json", {"error": str(err)})
+        print(f"error: {err} (no result written; see {args.out / 'failure.json'})",
+              file=sys.stderr)
+        return EXIT_DIVERGED
+    result.save(args.out)
+    _summary(result.metrics, args.out)
+    return 0
+
+
+def cmd_baseline(args) -> int:
+    from helmholtz_pinn import baselines, data, metrics, outputs
+    from helmholtz_pinn.inversion import Result
+
+    dataset = data.load(args.data)
+    t0 = time.perf_counter()
+    mu = baselines.ahi(dataset, smoothing=args.smoothing, sigma=args.sigma, window=args.window)
+    facts = {"method": f"ahi/{args.smoothing}", "wall_time_s": time.perf_counter() - t0,
+             "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
+    mu = mu[None] if mu.ndim == dataset.ndim else mu
+    result = Result(mu, dataset.u, dataset.mask, dataset.frequency, [], facts, Config(),
+                    dataset=dataset)
+    outputs.prepare_dir(args.out)
+    result.save(args.out)
+    _summary(facts, args.out)
+    return 0
+
+
+def _summary(facts: dict, out: Path) -> None:
+    keys = ("steps", "wall_time_s", "median_rel_error_storage", "pearson_r_storage")
+    shown = ", ".join(f"{k}={facts[k]:.4g}" for k in keys if isinstance(facts.get(k), float))
+    print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
+
+
+COMMANDS = {"simulate": cmd_simulate, "invert": cmd_invert, "baseline": cmd_baseline}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from helmholtz_pinn.data import DatasetError
+    from helmholtz_pinn.outputs import OutputError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (DatasetError, OutputError, ValueError, TypeError, FileNotFoundError) as err:
+        if args.debug:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""One frozen configuration for an inversion: model, physics and training settings.
+
+Units: ``mu_ref`` in Pa; Fourier scales in cycles per field of view (nondimensional);
+``steps``, ``sync_interval`` and ``pde_warmup`` in training steps; ``plateau_patience``
+in blocks. The command line maps its options onto these fields (no second list of
+defaults).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+ACTIVATIONS = ("tanh", "sin")
+PDE_FORMS = ("helmholtz", "hetero")
+MU_MODELS = ("voigt", "per-frequency")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one PINN inversion.
+
+    Attributes:
+      width, depth: hidden width and number of hidden layers of the u-network.
+      mu_width, mu_depth: the same for the mu-network.
+      n_features: Fourier frequencies per network (the embedding has 2 * n_features).
+      sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
+        the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
+        field of view / wavelength).
+      activation: hidden activation, "tanh" or "sin".
+      pde: "helmholtz" (mu Lap u + rho omega^2 u = 0) or "hetero"
+        (div(mu grad u) + rho omega^2 u = 0).
+      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies)
+        or "per-frequency" (an independent complex modulus per frequency).
+      mu_ref: reference modulus, Pa, used to nondimensionalise; None estimates it from
+        the data (smoothed algebraic inversion).
+      steps: training steps (a multiple of ``sync_interval`` is run).
+      sync_interval: steps per on-device ``lax.scan`` block; the loss is read once a block.
+      batch_size: voxels drawn per step (data and collocation points).
+      learning_rate: Adam step size at the start.
+      pde_weight: weight of the PDE loss after the warm-up.
+      pde_warmup: steps over which the PDE weight ramps linearly from 0.
+      plateau_patience, plateau_factor, min_lr: reduce-on-plateau schedule acting
+        between blocks: the rate is multiplied by ``plateau_factor`` after
+        ``plateau_patience`` blocks without a 1 % improvement, never below ``min_lr``.
+      max_retries: divergence roll-backs (rate halved each time) before giving up.
+      seed: seeds the network initialisation and the collocation sampling.
+    """
+
+    width: int = 128
+    depth: int = 3
+    mu_width: int = 64
+    mu_depth: int = 2
+    n_features: int = 64
+    sigma_u: float | None = None
+    sigma_mu: float | None = None
+    sigma_factor_u: float = 1.0
+    sigma_factor_mu: float = 0.5
+    activation: Literal["tanh", "sin"] = "tanh"
+    pde: Literal["helmholtz", "hetero"] = "helmholtz"
+    mu_model: Literal["voigt", "per-frequency"] = "voigt"
+    mu_ref: float | None = None
+    steps: int = 6000
+    sync_interval: int = 100
+    batch_size: int = 2048
+    learning_rate: float = 1e-3
+    pde_weight: float = 1.0
+    pde_warmup: int = 1000
+    plateau_patience: int = 5
+    plateau_factor: float = 0.5
+    min_lr: float = 1e-5
+    max_retries: int = 3
+    seed: int = 0
+
+    def __post_init__(self):
+        _choice("activation", self.activation, ACTIVATIONS)
+        _choice("pde", self.pde, PDE_FORMS)
+        _choice("mu_model", self.mu_model, MU_MODELS)
+        for name in ("width", "depth", "mu_width", "mu_depth", "n_features", "steps",
+                     "sync_interval", "batch_size", "plateau_patience"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"config.{name} must be a positive integer; got {value!r}")
+        for name in ("learning_rate", "plateau_factor", "min_lr", "sigma_factor_u",
+                     "sigma_factor_mu"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
+        for name in ("sigma_u", "sigma_mu", "mu_ref"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"config.{name} must be > 0 or None; got {value!r}")
+        if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
+            raise ValueError("config.pde_weight, pde_warmup and max_retries must be >= 0")
+
+    def replace(self, **overrides) -> Config:
+        """A copy with ``overrides`` applied; unknown names raise a TypeError naming them."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            valid = ", ".join(f.name for f in dataclasses.fields(self))
+            raise TypeError(f"unknown config option(s) {sorted(unknown)}; valid: {valid}")
+        return dataclasses.replace(self, **overrides)
+
+
+def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"config.{name} must be one of {valid}; got {value!r}")

@@ -1,0 +1,172 @@
+"""The library entry point: ``invert(dataset, config) -> Result``.
+
+Bridges physical units at the edges (Pa, m, Hz) and the nondimensional training:
+coordinates by the field of view L (m), u by its RMS per frequency and component,
+mu by ``mu_ref`` (Pa).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from helmholtz_pinn import physics, train
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.data import Dataset
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A dataset in nondimensional form, plus what is needed to map back to Pa."""
+
+    problem: train.Problem
+    spec: train.Spec
+    scales: physics.Scales
+    x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
+    u_scale: np.ndarray  # (F, C) RMS of u, the data's unit
+
+
+def field_of_view(dataset: Dataset) -> float:
+    """L = the largest extent (n - 1) h of the grid, m."""
+    return float(max((n - 1) * h for n, h in zip(dataset.grid, dataset.spacing)))
+
+
+def grid_coordinates(dataset: Dataset, length: float) -> np.ndarray:
+    """Voxel-centre coordinates x / L, shape (prod(grid), d), C order of the grid."""
+    axes = [np.arange(n) * h / length for n, h in zip(dataset.grid, dataset.spacing)]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=-1).astype(np.float32)
+
+
+def reference_modulus(dataset: Dataset, cfg: Config) -> float:
+    """mu_ref in Pa: the configured value, else a robust estimate from the data."""
+    if cfg.mu_ref is not None:
+        return float(cfg.mu_ref)
+    from helmholtz_pinn.baselines import estimate_modulus
+
+    return float(estimate_modulus(dataset))
+
+
+def prepare(dataset: Dataset, cfg: Config) -> Prepared:
+    """Scale the dataset and derive the Fourier scales (cycles per field of view).
+
+    Auto scale: sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max.
+    """
+    length = field_of_view(dataset)
+    mu_ref = reference_modulus(dataset, cfg)
+    scales = physics.make_scales(dataset.frequency, length, mu_ref, dataset.rho)
+    cycles = length * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
+    sigma_u = cfg.sigma_u or cfg.sigma_factor_u * cycles
+    sigma_mu = cfg.sigma_mu or cfg.sigma_factor_mu * cycles
+    mask = dataset.mask.ravel()
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)
+    u_scale = np.sqrt(np.mean(np.abs(u[..., mask]) ** 2, axis=-1))
+    u_nd = np.moveaxis(u[..., mask] / u_scale[..., None], -1, 0).astype(np.complex64)
+    x_grid = grid_coordinates(dataset, length)
+    problem = train.Problem(
+        jnp.asarray(x_grid[mask]), jnp.asarray(u_nd),
+        jnp.asarray(scales.kappa, jnp.float32), jnp.asarray(scales.omega_ratio, jnp.float32))
+    spec = train.Spec(dataset.ndim, dataset.n_freq, dataset.n_comp, float(sigma_u),
+                      float(sigma_mu), cfg)
+    return Prepared(problem, spec, scales, x_grid, u_scale)
+
+
+@dataclasses.dataclass
+class Result:
+    """A finished inversion.
+
+    Attributes:
+      mu: complex shear modulus, Pa, shape ``(F, *grid)`` (one map per frequency).
+      u_fit: the network's displacement field, data units, shape ``(F, C, *grid)``.
+      mask: the voxels that were fitted.
+      history: one record per block (step, time_s, lr, losses).
+      metrics: run facts and, with ground truth, accuracy metrics.
+      config: the configuration used. params/consts: trained network parameters.
+    """
+
+    mu: np.ndarray
+    u_fit: np.ndarray
+    mask: np.ndarray
+    frequency: np.ndarray
+    history: list[dict]
+    metrics: dict
+    config: Config
+    params: Any = None
+    consts: Any = None
+    dataset: Dataset | None = None
+
+    @property
+    def storage_modulus(self) -> np.ndarray:
+        """G' = Re(mu), Pa, on the grid (first frequency)."""
+        return self.mu[0].real
+
+    def save(self, out: str | Path) -> Path:
+        """Write mu.npz, metrics.json, history.csv and the figures into ``out``."""
+        from helmholtz_pinn import figures, outputs
+
+        out = outputs.prepare_dir(out)
+        np.savez(out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency,
+                 unit="Pa")
+        outputs.write_json(out / "metrics.json", self.metrics)
+        outputs.write_history(out / "history.csv", self.history)
+        (out / "config.json").write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
+        if self.dataset is not None:
+            figures.save_all(self, self.dataset, out)
+        return out
+
+    def plot(self):
+        """The modulus figure (recovered, truth and error when known)."""
+        from helmholtz_pinn import figures
+
+        return figures.modulus_figure(self.mu, self.dataset)
+
+
+def invert(
+    dataset: Dataset,
+    config: Config | None = None,
+    *,
+    callback: Callable[[dict], bool | None] | None = None,
+    progress: bool = True,
+    **overrides,
+) -> Result:
+    """Fit the PINN to ``dataset`` and return the modulus in Pa.
+
+    ``overrides`` replace fields of ``config`` (e.g. ``steps=2000, pde="hetero"``).
+    Raises :class:`helmholtz_pinn.train.DivergenceError` if the fit diverges.
+    """
+    from helmholtz_pinn import metrics
+
+    cfg = (config or Config()).replace(**overrides)
+    t0 = time.perf_counter()
+    prep = prepare(dataset, cfg)
+    state = train.init_state(prep.spec, cfg.seed)
+    state, history = train.fit(state, prep.problem, prep.spec, callback=callback,
+                               progress=progress)
+    u_nd, mu_nd = train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
+    jax.block_until_ready(state.params)
+    wall = time.perf_counter() - t0
+    grid = dataset.grid
+    mu = np.moveaxis(mu_nd, -1, 0).reshape((dataset.n_freq, *grid)) * prep.scales.mu_ref
+    u_fit = np.moveaxis(u_nd, 0, -1).reshape(dataset.u.shape) * prep.u_scale.reshape(
+        prep.u_scale.shape + (1,) * dataset.ndim)
+    facts = {
+        "steps": int(state.step), "wall_time_s": wall, "device": str(jax.devices()[0]),
+        "mu_ref_pa": prep.scales.mu_ref, "length_m": prep.scales.length,
+        "sigma_u": prep.spec.sigma_u, "sigma_mu": prep.spec.sigma_mu,
+        "final_loss": history[-1]["last_loss"] if history else None,
+        "final_data_loss": history[-1]["last_data"] if history else None,
+        "final_pde_loss": history[-1]["last_pde"] if history else None,
+        "retries": history[-1]["retries"] if history else 0,
+        "unit_mu": "Pa",
+    }
+    facts.update(metrics.evaluate(mu, dataset))
+    return Result(mu, u_fit, dataset.mask, dataset.frequency, history, facts, cfg,
+                  state.params, state.consts, dataset)
