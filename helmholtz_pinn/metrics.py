@@ -1,0 +1,311 @@
+"""Accuracy metrics for a recovered shear modulus, shared by the PINN and the baseline.
+
+All functions are plain numpy. The modulus ``mu = G' + i G''`` is complex, in Pa; the
+headline metrics use the storage modulus ``G' = Re(mu)`` and the magnitude ``|mu|``.
+Relative errors are fractions (0.05 = 5 %), taken only inside the dataset's mask.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .data import Dataset
+
+__all__ = [
+    "contrast_transfer",
+    "error_map_figure",
+    "evaluate",
+    "pearson_r",
+    "region_medians",
+    "relative_error_map",
+]
+
+
+def relative_error_map(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Elementwise relative error ``|pred - true| / |true|`` (a fraction).
+
+    Used on the storage modulus (``Re(mu)``) and on ``|mu|``. Voxels where ``true``
+    is 0 give ``inf`` (or ``nan`` where ``pred`` is 0 too).
+    """
+    pred = np.asarray(pred)
+    true = np.asarray(true)
+    if pred.shape != true.shape:
+        raise ValueError(
+            f"pred and true must have the same shape; got {pred.shape} and {true.shape}"
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.abs(pred - true) / np.abs(true)
+
+
+def pearson_r(pred: np.ndarray, true: np.ndarray, mask: np.ndarray) -> float:
+    """Pearson correlation coefficient of two real maps over the voxels where ``mask``.
+
+    Returns ``nan`` when either map is constant inside the mask or the mask holds fewer
+    than two voxels.
+    """
+    p, t, m = _check_maps(pred, true, mask)
+    x = np.asarray(p[m], dtype=float)
+    y = np.asarray(t[m], dtype=float)
+    if x.size < 2:
+        return math.nan
+    x = x - x.mean()
+    y = y - y.mean()
+    denom = math.sqrt(float(np.sum(x * x)) * float(np.sum(y * y)))
+    if denom == 0.0:
+        return math.nan
+    return float(np.sum(x * y) / denom)
+
+
+def region_medians(values: np.ndarray, regions: np.ndarray, mask: np.ndarray) -> dict[int, float]:
+    """Median of ``values`` in each labelled region, inside the mask.
+
+    Args:
+      values: real map, shape ``grid``.
+      regions: integer labels, shape ``grid`` (1 = background, 2.. = targets; labels
+        below 1 are ignored).
+      mask: bool, shape ``grid``.
+
+    Returns:
+      ``{label: median}`` for every label >= 1 with at least one voxel in the mask,
+      in the units of ``values``.
+    """
+    v, r, m = _check_maps(values, regions, mask)
+    out: dict[int, float] = {}
+    for label in np.unique(r[m]):
+        label = int(label)
+        if label < 1:
+            continue
+        out[label] = float(np.median(v[m & (r == label)]))
+    return out
+
+
+def contrast_transfer(
+    pred: np.ndarray, true: np.ndarray, regions: np.ndarray, mask: np.ndarray
+) -> dict[int, float]:
+    """Fraction of each target's true contrast against the background that is recovered.
+
+    For each target region ``t >= 2``:
+    ``(median(pred in t) - median(pred in 1)) / (median(true in t) - median(true in 1))``,
+    medians taken inside the mask. 1.0 is a perfect contrast, 0.0 a flat map; ``nan``
+    where the true contrast is 0. Needs background voxels (label 1) inside the mask.
+    """
+    _check_maps(pred, true, mask)
+    mp = region_medians(pred, regions, mask)
+    mt = region_medians(true, regions, mask)
+    if 1 not in mt:
+        raise ValueError(
+            "contrast_transfer needs background voxels (region label 1) inside the mask"
+        )
+    out: dict[int, float] = {}
+    for label in sorted(k for k in mt if k >= 2):
+        true_contrast = mt[label] - mt[1]
+        pred_contrast = mp[label] - mp[1]
+        out[label] = math.nan if true_contrast == 0 else float(pred_contrast / true_contrast)
+    return out
+
+
+def evaluate(mu_pred: np.ndarray, dataset: Dataset) -> dict[str, Any]:
+    """Accuracy of a recovered complex modulus against the dataset's ground truth.
+
+    Args:
+      mu_pred: complex modulus in Pa, shape ``grid`` or ``(F, *grid)``.
+      dataset: a :class:`~helmholtz_pinn.data.Dataset`; its ``mu`` (Pa, ``grid`` or
+        ``(F, *grid)``), ``mask`` and ``regions`` are used.
+
+    Returns:
+      ``{}`` when the dataset has no ground truth. Otherwise a JSON-serialisable dict
+      (string keys, plain floats; undefined values such as R of a constant map are
+      ``None``):
+
+      - ``median_rel_error_storage``, ``mean_rel_error_storage``: median / mean over
+        the mask of ``|Re mu_pred - Re mu_true| / |Re mu_true|`` (fractions);
+      - ``median_rel_error_abs``, ``mean_rel_error_abs``: the same for ``|mu|``;
+      - ``pearson_r_storage``: Pearson R of ``Re(mu)`` over the mask;
+      - when the dataset has regions, ``regions`` =
+        ``{"1": {"median_storage_pa", "true_median_storage_pa",
+        "median_rel_error_storage"}, "2": ...}`` (storage medians in Pa, error a
+        fraction), and ``contrast_transfer`` = ``{"2": ..., ...}`` on ``Re(mu)``
+        (1.0 = perfect, 0.0 = flat; see :func:`contrast_transfer`).
+
+      When the prediction or the truth is per-frequency (``(F, *grid)``), each
+      frequency is compared on its own (a single map is compared with every
+      frequency); the top-level metrics are those of the first frequency and
+      ``per_frequency`` is a list, in the dataset's frequency order, of dicts with
+      ``frequency_hz`` and the same keys as above.
+    """
+    if dataset.mu is None:
+        return {}
+    grid = tuple(dataset.grid)
+    pred = _per_freq(mu_pred, grid, "mu_pred")
+    true = _per_freq(dataset.mu, grid, "dataset.mu")
+    mask = _dataset_mask(dataset)
+    if len(pred) > 1 and len(true) > 1 and len(pred) != len(true):
+        raise ValueError(
+            f"mu_pred has {len(pred)} frequencies but the ground truth has {len(true)}; "
+            f"expected shape {grid} or ({len(true)}, *{grid})"
+        )
+    n = max(len(pred), len(true))
+    if n > 1 and n != dataset.n_freq:
+        raise ValueError(
+            f"per-frequency modulus has {n} frequencies but the dataset has {dataset.n_freq}"
+        )
+    results = [
+        _evaluate_one(pred[min(i, len(pred) - 1)], true[min(i, len(true) - 1)], dataset, mask)
+        for i in range(n)
+    ]
+    out = dict(results[0])
+    if n > 1:
+        freqs = np.asarray(dataset.frequency, dtype=float)
+        out["per_frequency"] = [
+            {"frequency_hz": float(freqs[i]), **res} for i, res in enumerate(results)
+        ]
+    return out
+
+
+def error_map_figure(mu_pred: np.ndarray, dataset: Dataset, path: str | Path) -> Path:
+    """Write a PNG of truth ``Re(mu)``, recovered ``Re(mu)`` and their relative error.
+
+    Moduli are shown in kPa, the error in %, voxels outside the mask blank. For a 3-D
+    grid the middle slice along the last axis is shown; for per-frequency maps the
+    first frequency. Without ground truth only the recovered map is drawn.
+    Returns the path written.
+    """
+    import matplotlib.pyplot as plt
+
+    grid = tuple(dataset.grid)
+    pred = _per_freq(mu_pred, grid, "mu_pred")[0]
+    true = None if dataset.mu is None else _per_freq(dataset.mu, grid, "dataset.mu")[0]
+    mask = _dataset_mask(dataset)
+    spacing_mm = 1e3 * np.asarray(dataset.spacing, dtype=float)
+
+    def section(a: np.ndarray) -> np.ndarray:
+        a = np.where(mask, a, np.nan)
+        if a.ndim == 3:
+            a = a[..., a.shape[-1] // 2]
+        return a.T  # x horizontal, y vertical
+
+    extent = (0.0, grid[0] * spacing_mm[0], 0.0, grid[1] * spacing_mm[1])
+    panels = [("Recovered Re(mu)", section(pred.real) / 1e3, "kPa")]
+    if true is not None:
+        err = 100.0 * relative_error_map(pred.real, true.real)
+        panels = [
+            ("True Re(mu)", section(true.real) / 1e3, "kPa"),
+            panels[0],
+            ("Relative error |ΔRe(mu)| / Re(mu)", section(err), "%"),
+        ]
+        finite = np.isfinite(panels[0][1])
+        vlim = (
+            (float(np.min(panels[0][1][finite])), float(np.max(panels[0][1][finite])))
+            if finite.any()
+            else (None, None)
+        )
+    else:
+        vlim = (None, None)
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    try:
+        for i, (ax, (title, img, unit)) in enumerate(zip(axes[0], panels, strict=True)):
+            kw: dict[str, Any] = {}
+            if unit == "kPa" and vlim[0] is not None:
+                kw = {"vmin": vlim[0], "vmax": vlim[1]}
+            elif unit == "%":
+                finite = img[np.isfinite(img)]
+                kw = {
+                    "vmin": 0.0,
+                    "vmax": float(np.percentile(finite, 99)) if finite.size else 1.0,
+                }
+            im = ax.imshow(
+                img,
+                origin="lower",
+                extent=extent,
+                cmap="magma" if unit == "%" else "viridis",
+                **kw,
+            )
+            ax.set_title(title)
+            ax.set_xlabel("x (mm)")
+            if i == 0:
+                ax.set_ylabel("y (mm)")
+            fig.colorbar(im, ax=ax, label=unit)
+        fig.tight_layout()
+        path = Path(path)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _check_maps(a, b, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a = np.asarray(a)
+    b = np.asarray(b)
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        raise ValueError(f"mask must be bool; got {m.dtype}")
+    if not (a.shape == b.shape == m.shape):
+        raise ValueError(
+            f"maps and mask must have the same shape; got {a.shape}, {b.shape} and mask {m.shape}"
+        )
+    return a, b, m
+
+
+def _dataset_mask(dataset: Dataset) -> np.ndarray:
+    if dataset.mask is None:
+        return np.ones(dataset.grid, dtype=bool)
+    return np.asarray(dataset.mask, dtype=bool)
+
+
+def _per_freq(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
+    """View a modulus of shape ``grid`` or ``(F, *grid)`` as ``(F', *grid)``."""
+    mu = np.asarray(mu)
+    if mu.shape == grid:
+        return mu[None]
+    if mu.ndim == len(grid) + 1 and mu.shape[1:] == grid and mu.shape[0] >= 1:
+        return mu
+    raise ValueError(f"{name} must have shape {grid} or (F, *{grid}); got {mu.shape}")
+
+
+def _finite_or_none(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np.ndarray) -> dict:
+    pred = np.asarray(pred, dtype=complex)
+    true = np.asarray(true, dtype=complex)
+    if not mask.any():
+        raise ValueError("the dataset mask selects no voxels")
+    err_storage = relative_error_map(pred.real, true.real)
+    err_abs = relative_error_map(np.abs(pred), np.abs(true))
+    out: dict[str, Any] = {
+        "median_rel_error_storage": _finite_or_none(np.median(err_storage[mask])),
+        "mean_rel_error_storage": _finite_or_none(np.mean(err_storage[mask])),
+        "median_rel_error_abs": _finite_or_none(np.median(err_abs[mask])),
+        "mean_rel_error_abs": _finite_or_none(np.mean(err_abs[mask])),
+        "pearson_r_storage": _finite_or_none(pearson_r(pred.real, true.real, mask)),
+    }
+    if dataset.regions is not None:
+        regions = np.asarray(dataset.regions)
+        med_pred = region_medians(pred.real, regions, mask)
+        med_true = region_medians(true.real, regions, mask)
+        med_err = region_medians(err_storage, regions, mask)
+        out["regions"] = {
+            str(label): {
+                "median_storage_pa": _finite_or_none(med_pred[label]),
+                "true_median_storage_pa": _finite_or_none(med_true[label]),
+                "median_rel_error_storage": _finite_or_none(med_err[label]),
+            }
+            for label in sorted(med_true)
+        }
+        if 1 in med_true:
+            out["contrast_transfer"] = {
+                str(label): _finite_or_none(c)
+                for label, c in contrast_transfer(pred.real, true.real, regions, mask).items()
+            }
+    return out
