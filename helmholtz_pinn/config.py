@@ -36,7 +36,8 @@ class Config:
         the data (smoothed algebraic inversion).
       steps: training steps (a multiple of ``sync_interval`` is run).
       sync_interval: steps per on-device ``lax.scan`` block; the loss is read once a block.
-      batch_size: voxels drawn per step (data and collocation points).
+      batch_size: voxels drawn per step (data and collocation points); every voxel
+        in the mask, each step, when it is at least their number.
       learning_rate: Adam step size at the start.
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps linearly from 0.

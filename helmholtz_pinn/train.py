@@ -125,12 +125,18 @@ def pde_weight(step: jax.Array, cfg: Config) -> jax.Array:
     return cfg.pde_weight * jnp.minimum(1.0, step.astype(jnp.float32) / cfg.pde_warmup)
 
 
+def sample_batch(problem: Problem, key: jax.Array, step: jax.Array, size: int):
+    """``size`` voxels drawn uniformly from fold_in(key, step); all voxels if size >= M."""
+    if size >= problem.x.shape[0]:
+        return problem.x, problem.u
+    idx = jax.random.randint(jax.random.fold_in(key, step), (size,), 0, problem.x.shape[0])
+    return problem.x[idx], problem.u[idx]
+
+
 def train_step(state: TrainState, problem: Problem, spec: Spec) -> tuple[TrainState, jax.Array]:
     """One full step: sample, loss, gradient for both networks, Adam update."""
     cfg = spec.cfg
-    key = jax.random.fold_in(state.key, state.step)
-    idx = jax.random.randint(key, (cfg.batch_size,), 0, problem.x.shape[0])
-    x, u_obs = problem.x[idx], problem.u[idx]
+    x, u_obs = sample_batch(problem, state.key, state.step, cfg.batch_size)
     w = pde_weight(state.step, cfg)
 
     def loss_fn(params):
