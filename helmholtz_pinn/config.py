@@ -58,10 +58,10 @@ class Config:
     sigma_factor_u: float = 1.0
     sigma_factor_mu: float = 0.5
     activation: Literal["tanh", "sin"] = "tanh"
-    pde: Literal["helmholtz", "hetero"] = "helmholtz"
+    pde: Literal["helmholtz", "hetero"] = "hetero"
     mu_model: Literal["voigt", "per-frequency"] = "voigt"
     mu_ref: float | None = None
-    steps: int = 6000
+    steps: int = 10000
     sync_interval: int = 100
     batch_size: int = 2048
     learning_rate: float = 1e-3

@@ -1,0 +1,492 @@
+"""Convert scanner data (MATLAB ``.mat``, NIfTI) into a :class:`~helmholtz_pinn.data.Dataset`.
+
+Sources:
+
+- MATLAB ``.mat`` (v5 via ``scipy.io.loadmat``; v7.3/HDF5 via ``h5py``, whose arrays
+  come in reversed axis order and are transposed back to MATLAB's order). One array
+  holds the wave field: a complex first-harmonic field, or real multi-phase wave
+  images with a phase/time axis. Frequency (Hz) and spacing may be variables of the
+  file (``freq``, ``frequency``, ``spacing``, ``voxel_size``, ``pixel_spacing``,
+  ...; also one level down in a struct) or arguments.
+- NIfTI (nibabel): one complex (or real multi-phase) volume, a real + imaginary pair
+  or a magnitude + phase pair (phase in radians). Spacing comes from the header zooms
+  in the header's unit (mm when the header says "unknown"), converted to metres.
+
+Layout. ``axes`` names each axis of the wave array in order (MATLAB's order for
+``.mat``, NIfTI's i, j, k, t, ... order for NIfTI): ``x``, ``y``, ``z`` = grid,
+``c`` = displacement component, ``f`` = frequency, ``t`` = phase offset (time), ``-`` =
+a length-1 axis to drop (e.g. NIfTI's empty time axis before vector components). It is
+required whenever the array has more than its grid dimensions; only 2-D arrays (and
+3-D NIfTI volumes, whose first three axes are spatial by definition) go without it.
+A grid with a single z slice becomes a 2-D grid.
+
+First harmonic. With ``T`` phase offsets ``w_t`` (t = 0..T-1) over one period,
+``u = 2/T * sum_t w_t exp(-2 pi i t / T)``, so that ``w_t = Re(u exp(2 pi i t / T))``.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import h5py
+import nibabel as nib
+import numpy as np
+import scipy.io
+from nibabel.filebasedimages import ImageFileError
+from nibabel.spatialimages import HeaderDataError
+from scipy.io.matlab import MatReadError
+
+from helmholtz_pinn.data import Dataset, DatasetError
+
+KINDS = ("auto", "mat", "nifti", "nifti-complex", "nifti-polar")
+SPACING_UNITS = {"m": 1.0, "mm": 1e-3}
+_NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6, "unknown": 1e-3}
+_FREQUENCY_NAMES = {"freq", "freqs", "frequency", "frequencies", "freqhz"}
+_SPACING_NAMES = {"spacing", "voxelsize", "voxsize", "voxelspacing", "pixelsize"}
+_SPACING_NAMES |= {"pixelspacing", "resolution", "voxelsizemm", "spacingmm"}
+_PAIR_TOKENS = {
+    "nifti-complex": ({"real", "re"}, {"imag", "imaginary", "im"}),
+    "nifti-polar": ({"mag", "magnitude", "abs", "amp"}, {"phase", "pha", "ph"}),
+}
+_PLAUSIBLE_SPACING_M = (1e-5, 0.05)
+# What scipy.io.loadmat raises on damaged or foreign files.
+_UNREADABLE_MAT = (
+    MatReadError,
+    ValueError,
+    TypeError,
+    OSError,
+    EOFError,
+    IndexError,
+    KeyError,
+    NotImplementedError,
+    zlib.error,
+)
+
+
+def convert(
+    inputs: str | Path | Sequence[str | Path],
+    *,
+    kind: str = "auto",
+    variable: str | None = None,
+    axes: str | None = None,
+    frequency: float | Sequence[float] | None = None,
+    spacing: float | Sequence[float] | None = None,
+    spacing_unit: str = "m",
+) -> Dataset:
+    """Read scanner files into a validated :class:`Dataset`.
+
+    Args:
+      inputs: one ``.mat``/``.h5`` file; one NIfTI file; or two NIfTI files
+        (real, imaginary) or (magnitude, phase in radians).
+      kind: "auto" (by extension; for NIfTI pairs by the words real/imag or
+        mag/phase in the file names), "mat", "nifti", "nifti-complex" or "nifti-polar".
+      variable: name of the wave-field variable in a ``.mat`` file (needed only when
+        several arrays qualify; struct fields are named ``struct.field``).
+      axes: layout of the wave array, e.g. "xyzcf" or "fctzxy" (see module doc).
+      frequency: drive frequency per field, Hz; overrides the file.
+      spacing: voxel size in x, y(, z) order (one value = isotropic; a third value
+        for a 2-D grid is taken as slice thickness and dropped), in ``spacing_unit``;
+        overrides the file and the NIfTI header. Spacing variables of ``.mat`` files
+        are read in the same order and unit.
+      spacing_unit: "m" or "mm": unit of ``spacing`` and of spacing variables read from
+        ``.mat`` files (NIfTI headers carry their own unit).
+
+    Raises:
+      DatasetError: unreadable input, unknown or ambiguous layout, missing frequency
+        or spacing, or an invalid result.
+    """
+    paths = [Path(p) for p in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
+    if spacing_unit not in SPACING_UNITS:
+        raise DatasetError(f"spacing_unit must be 'm' or 'mm'; got {spacing_unit!r}")
+    unit = SPACING_UNITS[spacing_unit]
+    for p in paths:
+        if not p.is_file():
+            raise DatasetError(f"no such file: {p}")
+    kind = _resolve_kind(paths, kind)
+    if kind == "mat":
+        name, wave, file_freq, file_spacing, mask = _mat_source(paths, variable, unit)
+    else:
+        wave, zooms = _read_nifti_wave(paths, kind)
+        name, file_freq, mask = paths[0].name, None, None
+    axes = axes if axes is not None else _default_axes(wave, name, kind != "mat")
+    u = arrange(wave, axes, name)
+    if spacing is not None:
+        values = _float_vector("spacing", spacing) * unit
+    elif kind != "mat":
+        values = _nifti_spacing(zooms, axes)
+    elif file_spacing is not None:
+        values = file_spacing
+    else:
+        raise DatasetError(
+            f"voxel spacing unknown: {paths[0]} has no spacing/voxel_size variable; "
+            "pass spacing=[dx, dy(, dz)] with spacing_unit='m' or 'mm' (--spacing)"
+        )
+    u, values = _squeeze_single_slice(u, values)
+    if mask is not None:
+        mask = _grid_array(mask, axes, "mask")
+        if mask.ndim == 3 and mask.shape[2] == 1 and u.ndim == 4:  # squeezed slice
+            mask = mask[..., 0]
+    return Dataset(
+        u=u,
+        frequency=_resolve_frequency(frequency, file_freq, u.shape[0], paths[0]),
+        spacing=_check_spacing(values, u.ndim - 2),
+        mask=mask,
+    )
+
+
+def _mat_source(
+    paths: list[Path], variable: str | None, unit: float
+) -> tuple[str, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(wave name, wave array, frequency Hz, spacing m, mask) from one MATLAB file."""
+    if len(paths) != 1:
+        raise DatasetError(f"kind 'mat' takes one file; got {len(paths)}")
+    variables = read_mat(paths[0])
+    name, wave = _pick_wave(variables, variable, paths[0])
+    frequency = _metadata(variables, _FREQUENCY_NAMES, "frequency", paths[0])
+    spacing = _metadata(variables, _SPACING_NAMES, "spacing", paths[0])
+    spacing = None if spacing is None else spacing * unit
+    return name, wave, frequency, spacing, variables.get("mask")
+
+
+# --- readers ---
+
+
+def read_mat(path: str | Path) -> dict[str, np.ndarray]:
+    """Numeric variables of a MATLAB file, axes in MATLAB order.
+
+    v7.3 (HDF5) files are read with h5py and transposed back to MATLAB's axis order;
+    complex values stored as compound ('real', 'imag') are restored. Fields of a struct
+    appear as ``struct.field``. Text, cell and empty variables are skipped.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"no such file: {path}")
+    if h5py.is_hdf5(path):
+        return _read_mat73(path)
+    try:
+        raw = scipy.io.loadmat(path, squeeze_me=False)
+    except _UNREADABLE_MAT as exc:
+        raise DatasetError(f"{path} is not a readable MATLAB .mat file: {exc}") from exc
+    out: dict[str, np.ndarray] = {}
+    for name, value in raw.items():
+        if name.startswith("__") or not isinstance(value, np.ndarray):
+            continue
+        if value.dtype.names and value.size == 1:  # struct: one level of fields
+            for field in value.dtype.names:
+                _keep_numeric(out, f"{name}.{field}", value.flat[0][field])
+        else:
+            _keep_numeric(out, name, value)
+    return out
+
+
+def _keep_numeric(out: dict[str, np.ndarray], name: str, value: object) -> None:
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.size:
+        out[name] = value
+
+
+def _read_mat73(path: Path) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+
+    def visit(prefix: str, group: h5py.Group, depth: int) -> None:
+        for key, item in group.items():
+            if key.startswith("#"):  # MATLAB's #refs# / #subsystem#
+                continue
+            name = f"{prefix}{key}"
+            if isinstance(item, h5py.Group) and depth == 0:
+                visit(f"{name}.", item, depth + 1)
+            elif isinstance(item, h5py.Dataset):
+                matlab_class = item.attrs.get("MATLAB_class", b"")
+                if isinstance(matlab_class, bytes):
+                    matlab_class = matlab_class.decode()
+                if matlab_class in ("char", "cell") or "MATLAB_empty" in item.attrs:
+                    continue
+                _keep_numeric(out, name, _h5_array(item[()]))
+
+    try:
+        with h5py.File(path, "r") as f:
+            visit("", f, 0)
+    except (OSError, TypeError, ValueError, KeyError) as exc:
+        raise DatasetError(f"{path} is not a readable HDF5 (.mat v7.3) file: {exc}") from exc
+    return out
+
+
+def _h5_array(data: object) -> np.ndarray:
+    """h5py value -> array in MATLAB axis order (reversed), compound -> complex."""
+    a = np.asarray(data)
+    if a.dtype.names and {"real", "imag"} <= set(a.dtype.names):
+        z = np.empty(a.shape, np.result_type(a.dtype["real"], np.complex64))
+        z.real, z.imag = a["real"], a["imag"]
+        a = z
+    return a.T
+
+
+def read_nifti(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """A NIfTI image and its voxel size.
+
+    Returns:
+      (array in NIfTI axis order i, j, k, t, ... with scaling applied,
+       zooms of every axis; the first three converted to metres from the header's
+       spatial unit, mm when the header says "unknown").
+    """
+    path = Path(path)
+    try:
+        img = nib.load(path)
+        data = np.asanyarray(img.dataobj)
+    except (OSError, ValueError, EOFError, ImageFileError, HeaderDataError, zlib.error) as exc:
+        raise DatasetError(f"{path} is not a readable NIfTI file: {exc}") from exc
+    zooms = np.array(img.header.get_zooms(), dtype=np.float64)
+    unit = img.header.get_xyzt_units()[0]
+    zooms[:3] *= _NIFTI_UNITS.get(unit, 1e-3)
+    return np.asarray(data), zooms
+
+
+def _read_nifti_wave(paths: list[Path], kind: str) -> tuple[np.ndarray, np.ndarray]:
+    if kind == "nifti":
+        if len(paths) != 1:
+            raise DatasetError(f"kind 'nifti' takes one file; got {len(paths)}")
+        return read_nifti(paths[0])
+    if len(paths) != 2:
+        raise DatasetError(f"kind {kind!r} takes two NIfTI files; got {len(paths)}")
+    (a, zooms), (b, zooms_b) = read_nifti(paths[0]), read_nifti(paths[1])
+    if a.shape != b.shape or not np.allclose(zooms, zooms_b):
+        raise DatasetError(
+            f"{paths[0].name} and {paths[1].name} differ: shapes {a.shape} vs {b.shape}, "
+            f"zooms {zooms.tolist()} vs {zooms_b.tolist()}"
+        )
+    if kind == "nifti-complex":
+        return a + 1j * b.astype(np.result_type(b, np.float32)), zooms
+    return polar_to_complex(a, b, paths[1].name), zooms
+
+
+def polar_to_complex(magnitude: np.ndarray, phase: np.ndarray, name: str = "phase") -> np.ndarray:
+    """``magnitude * exp(i phase)``; phase in radians (checked to lie in [-2 pi, 2 pi])."""
+    lo, hi = float(np.min(phase)), float(np.max(phase))
+    if lo < -2 * np.pi - 1e-3 or hi > 2 * np.pi + 1e-3:
+        raise DatasetError(
+            f"{name}: phase must be in radians; got values in [{lo:g}, {hi:g}] "
+            "(rescale scanner units to radians first)"
+        )
+    if float(np.min(magnitude)) < 0:
+        raise DatasetError(
+            "magnitude has negative values; is it a real part? use kind 'nifti-complex'"
+        )
+    return magnitude * np.exp(1j * phase)
+
+
+# --- layout ---
+
+
+def arrange(array: np.ndarray, axes: str, name: str = "wave field") -> np.ndarray:
+    """Reorder ``array`` (axes named by ``axes``) into ``u`` of shape ``(F, C, *grid)``.
+
+    Missing ``f``/``c`` axes become length 1; a ``t`` axis (real multi-phase images) is
+    reduced to the first temporal harmonic (see :func:`first_harmonic`).
+    """
+    array = np.asarray(array)
+    _check_axes(axes, array.shape, name)
+    if ("t" in axes) == (array.dtype.kind == "c"):
+        raise DatasetError(
+            f"{name} is {array.dtype} {array.shape} with axes {axes!r}: expected either a "
+            "complex first-harmonic field (no 't' axis) or real multi-phase wave images "
+            "with a phase axis 't'"
+        )
+    array = np.squeeze(array, axis=tuple(i for i, a in enumerate(axes) if a == "-"))
+    axes = axes.replace("-", "")
+    out_dtype = np.result_type(array.dtype, np.complex64)
+    present = [a for a in "fctxyz" if a in axes]
+    u = np.transpose(array, [axes.index(a) for a in present])
+    for position, letter in enumerate("fc"):
+        if letter not in axes:
+            u = np.expand_dims(u, position)
+    if "t" in axes:
+        u = first_harmonic(u, axis=2)
+    return u.astype(out_dtype)
+
+
+def first_harmonic(w: np.ndarray, axis: int) -> np.ndarray:
+    """First temporal harmonic ``u = 2/T sum_t w_t exp(-2 pi i t / T)`` along ``axis``.
+
+    ``w`` holds T >= 3 equally spaced phase offsets over one period; the axis is
+    removed. For real ``w_t = Re(u exp(2 pi i t / T))`` this returns ``u`` exactly.
+    """
+    n = w.shape[axis]
+    if n < 3:
+        raise DatasetError(f"phase axis 't' has {n} samples; need >= 3 per period")
+    weights = np.exp(-2j * np.pi * np.arange(n) / n)
+    return np.tensordot(np.moveaxis(w, axis, -1), weights, axes=1) * (2.0 / n)
+
+
+def _check_axes(axes: str, shape: tuple[int, ...], name: str) -> None:
+    letters = axes.replace("-", "") if isinstance(axes, str) else ""
+    ok = (
+        isinstance(axes, str)
+        and len(axes) == len(shape)
+        and set(axes) <= set("xyzcft-")
+        and len(set(letters)) == len(letters)
+        and {"x", "y"} <= set(axes)
+        and all(n == 1 for a, n in zip(axes, shape, strict=True) if a == "-")
+    )
+    if not ok:
+        raise DatasetError(
+            f"axes {axes!r} does not fit {name} of shape {shape}: expected one letter "
+            "per axis from x, y, z (grid), c (component), f (frequency), t (phase), "
+            "each at most once, including x and y ('-' marks a length-1 axis to drop)"
+        )
+
+
+def _default_axes(array: np.ndarray, name: str, nifti: bool) -> str:
+    if array.ndim == 2 or (nifti and array.ndim == 3):
+        return "xyz"[: array.ndim]
+    example = {3: "xyc' or 'xyz", 4: "xyzc' or 'xyct", 5: "xyzcf' or 'xyzct"}
+    raise DatasetError(
+        f"{name} has shape {array.shape}; cannot tell which axes are grid (x, y, z), "
+        "component (c), frequency (f) or phase (t): pass axes, e.g. "
+        f"axes='{example.get(array.ndim, 'xyzcft')}' (--axes)"
+    )
+
+
+def _nifti_spacing(zooms: np.ndarray, axes: str) -> np.ndarray:
+    """Header voxel size (m) of the grid axes x, y, z, in that order."""
+    positions = [axes.index(a) for a in "xyz" if a in axes]
+    if max(positions) > 2:
+        raise DatasetError(
+            f"axes {axes!r}: NIfTI grid axes x, y, z must be among the first three "
+            "(spatial) dimensions; or pass spacing"
+        )
+    return zooms[positions]
+
+
+def _grid_array(array: np.ndarray, axes: str, name: str) -> np.ndarray:
+    """A grid-only array (e.g. mask) whose axes follow the grid letters of ``axes``."""
+    grid_axes = [a for a in axes if a in "xyz"]
+    if array.ndim != len(grid_axes):
+        raise DatasetError(f"{name} has shape {array.shape}; expected grid axes {grid_axes}")
+    return np.transpose(array, [grid_axes.index(a) for a in sorted(grid_axes)])
+
+
+def _squeeze_single_slice(u: np.ndarray, spacing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 3-D grid with one z slice becomes 2-D (its z spacing is dropped)."""
+    if u.ndim == 5 and u.shape[4] == 1:
+        u = u[..., 0]
+        if np.size(spacing) == 3:
+            spacing = np.ravel(spacing)[:2]
+    return u, spacing
+
+
+# --- metadata ---
+
+
+def _resolve_kind(paths: list[Path], kind: str) -> str:
+    if kind not in KINDS:
+        raise DatasetError(f"kind must be one of {KINDS}; got {kind!r}")
+    if kind != "auto":
+        return kind
+    names = [p.name.lower() for p in paths]
+    if len(paths) == 1 and names[0].endswith((".mat", ".h5", ".hdf5")):
+        return "mat"
+    if all(n.endswith((".nii", ".nii.gz")) for n in names):
+        if len(paths) == 1:
+            return "nifti"
+        tokens = [set(re.split(r"[^a-z]+", n)) for n in names]
+        for pair_kind, (first, second) in _PAIR_TOKENS.items():
+            if len(paths) == 2 and tokens[0] & first and tokens[1] & second:
+                return pair_kind
+    raise DatasetError(
+        f"cannot tell the input kind of {[str(p) for p in paths]}: pass kind='mat', "
+        "'nifti', 'nifti-complex' (real, imag files) or 'nifti-polar' (magnitude, "
+        "phase files) (--kind)"
+    )
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.rsplit(".", 1)[-1].lower())
+
+
+def _pick_wave(
+    variables: dict[str, np.ndarray], variable: str | None, path: Path
+) -> tuple[str, np.ndarray]:
+    if variable is not None:
+        if variable not in variables:
+            raise DatasetError(
+                f"{path} has no numeric variable {variable!r}; found {sorted(variables)}"
+            )
+        return variable, variables[variable]
+    meta = _FREQUENCY_NAMES | _SPACING_NAMES | {"mask"}
+    candidates = {
+        k: v
+        for k, v in variables.items()
+        if sum(n >= 3 for n in v.shape) >= 2 and _normalise(k) not in meta
+    }
+    if len(candidates) != 1:
+        listing = ", ".join(f"{k} {v.shape}" for k, v in candidates.items()) or "none"
+        raise DatasetError(
+            f"{path}: cannot pick the wave-field variable (candidates: {listing}); "
+            "pass variable=NAME (--variable)"
+        )
+    return next(iter(candidates.items()))
+
+
+def _metadata(
+    variables: dict[str, np.ndarray], names: set[str], what: str, path: Path
+) -> np.ndarray | None:
+    found = {
+        k: np.ravel(v).astype(np.float64)
+        for k, v in variables.items()
+        if _normalise(k) in names and v.size <= 16
+    }
+    values = list(found.values())
+    if any(v.shape != values[0].shape or not np.allclose(v, values[0]) for v in values):
+        raise DatasetError(f"{path}: conflicting {what} variables {found}; pass {what} explicitly")
+    return values[0] if values else None
+
+
+def _resolve_frequency(
+    given: float | Sequence[float] | None,
+    from_file: np.ndarray | None,
+    n_freq: int,
+    path: Path,
+) -> np.ndarray:
+    """Drive frequencies in Hz, one per field: the argument, else the file's variable."""
+    if given is None and from_file is None:
+        raise DatasetError(
+            f"drive frequency unknown: {path} holds none; pass frequency=[Hz, ...] "
+            f"with {n_freq} value(s) (--frequency)"
+        )
+    values = _float_vector("frequency", given if given is not None else from_file)
+    if values.shape != (n_freq,):
+        raise DatasetError(
+            f"frequency has {values.size} value(s) {values.tolist()}; the wave field has "
+            f"{n_freq} frequencies (F)"
+        )
+    return values
+
+
+def _float_vector(name: str, value: object) -> np.ndarray:
+    try:
+        return np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel()
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"{name} must be numbers; got {value!r}") from exc
+
+
+def _check_spacing(spacing_m: np.ndarray, ndim: int) -> np.ndarray:
+    """Voxel size in metres per grid axis (one value = isotropic; a slice thickness of
+    a 2-D grid is dropped); implausible sizes suggest a unit mistake."""
+    spacing_m = np.ravel(spacing_m)
+    if spacing_m.size == 1:
+        spacing_m = np.repeat(spacing_m, ndim)
+    elif spacing_m.size == 3 and ndim == 2:
+        spacing_m = spacing_m[:2]
+    if spacing_m.size != ndim:
+        raise DatasetError(
+            f"spacing {spacing_m.tolist()} has {spacing_m.size} values; the grid has {ndim} axes"
+        )
+    lo, hi = _PLAUSIBLE_SPACING_M
+    if np.any((spacing_m > 0) & ((spacing_m < lo) | (spacing_m > hi))):
+        raise DatasetError(
+            f"spacing {spacing_m.tolist()} m is implausible for MRE voxels ({lo:g}..{hi:g} m); "
+            "a unit mix-up? set spacing_unit='mm' for millimetre values, or pass spacing"
+        )
+    return spacing_m
