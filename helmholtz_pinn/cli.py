@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--noise-db", type=float, default=None,
                      help="noise power relative to signal power, dB (e.g. -20 = 1 %%)")
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
+    sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
+    sim.add_argument("--components", type=int, help="drive directions (default 2)")
 
     inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
     inv.add_argument("data", nargs="?", type=Path,
@@ -61,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
     inv.add_argument("--seed", type=int, default=0)
     inv.add_argument("--no-progress", action="store_true", help="no progress bar")
+    inv.add_argument("--resume", action="store_true",
+                     help="continue from the newest checkpoint in OUT/checkpoints")
+    inv.add_argument("--no-checkpoints", action="store_true",
+                     help="do not write checkpoints into OUT/checkpoints")
     _config_options(inv)
 
     base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
@@ -70,6 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--sigma", type=float, default=1.0, help="Gaussian width, voxels")
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
     base.add_argument("--out", type=Path, required=True)
+
+    conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
+    conv.add_argument("inputs", nargs="+", type=Path,
+                      help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair")
+    conv.add_argument("--out", required=True, type=Path, help="output .npz file")
+    conv.add_argument("--kind", default="auto",
+                      choices=["auto", "mat", "nifti", "nifti-complex", "nifti-polar"])
+    conv.add_argument("--variable", help="MAT variable holding the wave field")
+    conv.add_argument("--axes", help="axis layout of the array, letters x y z c f t (and - "
+                      "for a length-1 axis), e.g. xyzcf or xyzt")
+    conv.add_argument("--frequency", type=float, nargs="+", help="drive frequencies, Hz")
+    conv.add_argument("--spacing", type=float, nargs="+", help="voxel size per axis")
+    conv.add_argument("--spacing-unit", default="m", choices=["m", "mm"],
+                      help="unit of --spacing and of spacing read from MAT files")
     return parser
 
 
@@ -88,8 +108,10 @@ def _load_or_phantom(path: Path | None, out: Path):
 def cmd_simulate(args) -> int:
     from helmholtz_pinn import data, outputs, phantoms
 
-    dataset = phantoms.simulate_phantom(args.phantom, noise_db=args.noise_db, seed=args.seed)
-    outputs.prepare_dir(args.out.parent if str(args.out.parent) else Path("."))
+    dataset = phantoms.simulate_phantom(args.phantom, noise_db=args.noise_db, seed=args.seed,
+                                        frequencies=args.frequencies,
+                                        components=args.components)
+    outputs.prepare_dir(args.out.parent)
     data.save(dataset, args.out)
     print(f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz")
     return 0
@@ -101,8 +123,10 @@ def cmd_invert(args) -> int:
     cfg = _config_from(args).replace(seed=args.seed)
     outputs.prepare_dir(args.out)
     dataset = _load_or_phantom(args.data, args.out)
+    ckpt = None if args.no_checkpoints else args.out / "checkpoints"
     try:
-        result = inversion.invert(dataset, cfg, progress=not args.no_progress)
+        result = inversion.invert(dataset, cfg, progress=not args.no_progress,
+                                  checkpoint_dir=ckpt, resume=args.resume)
     except train.DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
         print(f"error: {err} (no result written; see {args.out / 'failure.json'})",
@@ -137,17 +161,32 @@ def _summary(facts: dict, out: Path) -> None:
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
 
 
-COMMANDS = {"simulate": cmd_simulate, "invert": cmd_invert, "baseline": cmd_baseline}
+def cmd_convert(args) -> int:
+    from helmholtz_pinn import convert, data, outputs
+
+    dataset = convert.convert(args.inputs, kind=args.kind, variable=args.variable,
+                              axes=args.axes, frequency=args.frequency, spacing=args.spacing,
+                              spacing_unit=args.spacing_unit)
+    outputs.prepare_dir(args.out.parent)
+    data.save(dataset, args.out)
+    print(f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz, "
+          f"spacing {list(dataset.spacing)} m")
+    return 0
+
+
+COMMANDS = {"simulate": cmd_simulate, "invert": cmd_invert, "baseline": cmd_baseline,
+            "convert": cmd_convert}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from helmholtz_pinn.checkpoint import CheckpointError
     from helmholtz_pinn.data import DatasetError
     from helmholtz_pinn.outputs import OutputError
 
     try:
         return COMMANDS[args.command](args)
-    except (DatasetError, OutputError, ValueError, TypeError, FileNotFoundError) as err:
+    except (DatasetError, OutputError, CheckpointError, ValueError, TypeError, OSError) as err:
         if args.debug:
             raise
         print(f"error: {err}", file=sys.stderr)

@@ -45,6 +45,9 @@ class Config:
         between blocks: the rate is multiplied by ``plateau_factor`` after
         ``plateau_patience`` blocks without a 1 % improvement, never below ``min_lr``.
       max_retries: divergence roll-backs (rate halved each time) before giving up.
+      checkpoint_every: blocks between checkpoints when a checkpoint folder is given.
+      ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
+        vmapped program; the result is their mean modulus and its standard deviation.
       seed: seeds the network initialisation and the collocation sampling.
     """
 
@@ -71,6 +74,8 @@ class Config:
     plateau_factor: float = 0.5
     min_lr: float = 1e-5
     max_retries: int = 3
+    checkpoint_every: int = 10
+    ensemble: int = 1
     seed: int = 0
 
     def __post_init__(self):
@@ -78,7 +83,8 @@ class Config:
         _choice("pde", self.pde, PDE_FORMS)
         _choice("mu_model", self.mu_model, MU_MODELS)
         for name in ("width", "depth", "mu_width", "mu_depth", "n_features", "steps",
-                     "sync_interval", "batch_size", "plateau_patience"):
+                     "sync_interval", "batch_size", "plateau_patience", "checkpoint_every",
+                     "ensemble"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"config.{name} must be a positive integer; got {value!r}")

@@ -73,7 +73,8 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     x_grid = grid_coordinates(dataset, length)
     problem = train.Problem(
         jnp.asarray(x_grid[mask]), jnp.asarray(u_nd),
-        jnp.asarray(scales.kappa, jnp.float32), jnp.asarray(scales.omega_ratio, jnp.float32))
+        jnp.asarray(scales.kappa, jnp.float32), jnp.asarray(scales.omega_ratio, jnp.float32),
+        jnp.asarray(int(mask.sum()), jnp.int32))
     spec = train.Spec(dataset.ndim, dataset.n_freq, dataset.n_comp, float(sigma_u),
                       float(sigma_mu), cfg)
     return Prepared(problem, spec, scales, x_grid, u_scale)
@@ -90,6 +91,7 @@ class Result:
       history: one record per block (step, time_s, lr, losses).
       metrics: run facts and, with ground truth, accuracy metrics.
       config: the configuration used. params/consts: trained network parameters.
+      mu_std: ensemble standard deviation of Re and Im of mu, Pa (None for one fit).
     """
 
     mu: np.ndarray
@@ -102,6 +104,7 @@ class Result:
     params: Any = None
     consts: Any = None
     dataset: Dataset | None = None
+    mu_std: np.ndarray | None = None
 
     @property
     def storage_modulus(self) -> np.ndarray:
@@ -113,8 +116,9 @@ class Result:
         from helmholtz_pinn import figures, outputs
 
         out = outputs.prepare_dir(out)
+        extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
         np.savez(out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency,
-                 unit="Pa")
+                 unit="Pa", **extra)
         outputs.write_json(out / "metrics.json", self.metrics)
         outputs.write_history(out / "history.csv", self.history)
         (out / "config.json").write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
@@ -135,11 +139,16 @@ def invert(
     *,
     callback: Callable[[dict], bool | None] | None = None,
     progress: bool = True,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
     **overrides,
 ) -> Result:
     """Fit the PINN to ``dataset`` and return the modulus in Pa.
 
-    ``overrides`` replace fields of ``config`` (e.g. ``steps=2000, pde="hetero"``).
+    ``overrides`` replace fields of ``config`` (e.g. ``steps=2000, pde="helmholtz"``).
+    With ``checkpoint_dir`` the fit is checkpointed every ``checkpoint_every`` blocks and,
+    with ``resume``, continues from the newest checkpoint there. With ``ensemble`` E > 1
+    the E fits train as one vmapped program and ``Result.mu_std`` holds their spread.
     Raises :class:`helmholtz_pinn.train.DivergenceError` if the fit diverges.
     """
     from helmholtz_pinn import metrics
@@ -147,26 +156,47 @@ def invert(
     cfg = (config or Config()).replace(**overrides)
     t0 = time.perf_counter()
     prep = prepare(dataset, cfg)
-    state = train.init_state(prep.spec, cfg.seed)
-    state, history = train.fit(state, prep.problem, prep.spec, callback=callback,
-                               progress=progress)
-    u_nd, mu_nd = train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
-    jax.block_until_ready(state.params)
+    seeds = range(cfg.seed, cfg.seed + cfg.ensemble)
+    states = [train.init_state(prep.spec, s) for s in seeds]
+    batched = None if cfg.ensemble == 1 else "shared"
+    state = states[0] if batched is None else train.stack_trees(states)
+    host, ckpt = None, None
+    if checkpoint_dir is not None:
+        from helmholtz_pinn.checkpoint import Checkpointer
+
+        ckpt = Checkpointer(checkpoint_dir, cfg, cfg.checkpoint_every)
+        restored = ckpt.restore(state) if resume else None
+        if restored is not None:
+            state, host = restored
+    try:
+        state, history = train.fit(state, prep.problem, prep.spec, batched=batched, host=host,
+                                   callback=callback, on_block=ckpt, progress=progress)
+    finally:
+        if ckpt is not None:
+            ckpt.close()
+    members = [state] if batched is None else train.unstack_tree(state, cfg.ensemble)
+    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     wall = time.perf_counter() - t0
-    grid = dataset.grid
-    mu = np.moveaxis(mu_nd, -1, 0).reshape((dataset.n_freq, *grid)) * prep.scales.mu_ref
-    u_fit = np.moveaxis(u_nd, 0, -1).reshape(dataset.u.shape) * prep.u_scale.reshape(
-        prep.u_scale.shape + (1,) * dataset.ndim)
+    mus = np.stack([to_grid(mu_nd, dataset) * prep.scales.mu_ref for _, mu_nd in fields])
+    u_fit = np.mean([to_grid(u_nd, dataset) for u_nd, _ in fields], axis=0)
+    u_fit *= prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
+    mu = mus.mean(axis=0)
+    mu_std = None if batched is None else mus.real.std(axis=0) + 1j * mus.imag.std(axis=0)
+    last = history[-1] if history else {}
     facts = {
-        "steps": int(state.step), "wall_time_s": wall, "device": str(jax.devices()[0]),
+        "steps": int(np.asarray(state.step).max()), "wall_time_s": wall,
+        "device": str(jax.devices()[0]), "ensemble": cfg.ensemble,
         "mu_ref_pa": prep.scales.mu_ref, "length_m": prep.scales.length,
         "sigma_u": prep.spec.sigma_u, "sigma_mu": prep.spec.sigma_mu,
-        "final_loss": history[-1]["last_loss"] if history else None,
-        "final_data_loss": history[-1]["last_data"] if history else None,
-        "final_pde_loss": history[-1]["last_pde"] if history else None,
-        "retries": history[-1]["retries"] if history else 0,
-        "unit_mu": "Pa",
+        **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
+        "retries": last.get("retries", 0), "unit_mu": "Pa",
     }
     facts.update(metrics.evaluate(mu, dataset))
     return Result(mu, u_fit, dataset.mask, dataset.frequency, history, facts, cfg,
-                  state.params, state.consts, dataset)
+                  state.params, state.consts, dataset, mu_std)
+
+
+def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:
+    """Per-voxel values (prod(grid), *channels) -> (*channels, *grid)."""
+    values = np.moveaxis(values, 0, -1)
+    return values.reshape(values.shape[:-1] + dataset.grid)

@@ -84,8 +84,8 @@ def _poisoned(monkeypatch, bad_calls):
     real = train.make_block
     calls = {"n": 0, "lr": []}
 
-    def make_block(spec, n):
-        block = real(spec, n)
+    def make_block(*args):
+        block = real(*args)
 
         def poisoned(state, problem):
             calls["n"] += 1
@@ -139,3 +139,17 @@ def test_plateau_lowers_rate_after_patience():
     p = train.Plateau(lr=1e-3)
     rates = [p.update(v, cfg) for v in (1.0, 0.5, 0.5, 0.5, 0.5, 0.5)]
     assert rates == pytest.approx([1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4])
+
+
+def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepared):
+    """vmapped members started from the same state stay identical (std 0); seeds differ."""
+    s0 = train.init_state(prepared.spec, 0)
+    same, _ = train.fit(train.stack_trees([s0, s0]), prepared.problem, prepared.spec,
+                        batched="shared", progress=False)
+    a, b = train.unstack_tree(same, 2)
+    for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params)):
+        np.testing.assert_array_equal(x, y)
+    res = inversion.invert(plane_wave_dataset(), Config(**SMALL, ensemble=3), progress=False)
+    assert res.mu_std.shape == res.mu.shape
+    assert np.all(res.mu_std.real[0] > 0)
+    assert res.metrics["ensemble"] == 3
