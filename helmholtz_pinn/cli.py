@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="continue from the newest checkpoint in OUT/checkpoints")
     inv.add_argument("--no-checkpoints", action="store_true",
                      help="do not write checkpoints into OUT/checkpoints")
+    inv.add_argument("--tensorboard", type=Path, metavar="DIR",
+                     help="also write TensorBoard event files into DIR (needs tensorboardX)")
+    inv.add_argument("--cache-dir", type=Path, default=None,
+                     help="persistent compilation cache (default ~/.cache/helmholtz_pinn/jax)")
     _config_options(inv)
 
     base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
@@ -118,20 +122,28 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_invert(args) -> int:
-    from helmholtz_pinn import inversion, outputs, train
+    from helmholtz_pinn import inversion, logs, outputs, train
+    from helmholtz_pinn.compile_cache import enable_compilation_cache
 
     cfg = _config_from(args).replace(seed=args.seed)
     outputs.prepare_dir(args.out)
+    enable_compilation_cache(args.cache_dir)
     dataset = _load_or_phantom(args.data, args.out)
     ckpt = None if args.no_checkpoints else args.out / "checkpoints"
+    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
     try:
         result = inversion.invert(dataset, cfg, progress=not args.no_progress,
-                                  checkpoint_dir=ckpt, resume=args.resume)
+                                  checkpoint_dir=ckpt, resume=args.resume, callback=board)
+        if board is not None:
+            board.log_result(result)
     except train.DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
         print(f"error: {err} (no result written; see {args.out / 'failure.json'})",
               file=sys.stderr)
         return EXIT_DIVERGED
+    finally:
+        if board is not None:
+            board.close()
     result.save(args.out)
     _summary(result.metrics, args.out)
     return 0
@@ -186,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return COMMANDS[args.command](args)
-    except (DatasetError, OutputError, CheckpointError, ValueError, TypeError, OSError) as err:
+    except (DatasetError, OutputError, CheckpointError, ValueError, TypeError, OSError,
+            ImportError) as err:
         if args.debug:
             raise
         print(f"error: {err}", file=sys.stderr)

@@ -107,3 +107,12 @@ def test_killed_run_resumes_to_the_same_modulus(phantom, tmp_path):
     np.testing.assert_array_equal(a, b)
     steps = [line.split(",")[0] for line in (killed / "history.csv").read_text().splitlines()]
     assert steps == [line.split(",")[0] for line in (whole / "history.csv").read_text().splitlines()]
+
+
+def test_diverged_run_writes_only_a_report(phantom, tmp_path):
+    out = tmp_path / "div"
+    proc = cli("invert", phantom, "--out", out, *TINY, "--learning-rate", "1e30", check=False)
+    assert proc.returncode == 3
+    assert "diverged" in proc.stderr and "Traceback" not in proc.stderr
+    assert "diverged" in json.loads((out / "failure.json").read_text())["error"]
+    assert not (out / "mu.npz").exists() and not (out / "metrics.json").exists()
