@@ -68,7 +68,7 @@ class Config:
     sync_interval: int = 100
     batch_size: int = 2048
     learning_rate: float = 1e-3
-    pde_weight: float = 1.0
+    pde_weight: float = 0.1
     pde_warmup: int = 1000
     plateau_patience: int = 5
     plateau_factor: float = 0.5
