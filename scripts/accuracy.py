@@ -1,0 +1,706 @@
+"""Accuracy study: the PINN in both PDE forms against algebraic Helmholtz inversion (AHI).
+
+Grid: phantoms x noise levels (noise seed fixed) x methods, where the methods are
+
+- ``pinn-helmholtz``: PINN, homogeneous form ``mu Lap u + rho omega^2 u = 0``;
+- ``pinn-hetero``: PINN, heterogeneous form ``div(mu grad u) + rho omega^2 u = 0``;
+- ``ahi``: AHI (MDEV form) on the raw field;
+- ``ahi-gaussian``: AHI after Gaussian smoothing of u (``--ahi-sigma`` voxels, default 2).
+
+Each cell records the median relative error of the storage modulus Re(mu) (a fraction),
+Pearson R of Re(mu), the contrast transfer of every target region (1.0 = the true
+contrast against the background) and the wall time in s (PINN: preparation, training with
+its compilation, and prediction). Written into ``--out`` (default ``docs/``):
+``accuracy.json`` (all numbers, rewritten after every cell), ``accuracy.md`` (one table
+per phantom and the targets of the issue) and ``figures/accuracy_<phantom>.png``
+(recovered Re(mu) in kPa beside the truth, clean and -20 dB). Every result is also
+printed to stdout as one JSON line the moment it completes, so a run cut short keeps
+what it finished; ``--report-only`` rebuilds the Markdown from ``accuracy.json`` or from
+such a captured stdout log.
+
+Examples:
+  full study, library defaults (GPU):  PYTHONPATH=. python scripts/accuracy.py
+  CPU smoke test (tiny):               PYTHONPATH=. python scripts/accuracy.py --quick --out /tmp/a
+  tables again from the numbers:       python scripts/accuracy.py --report-only docs/accuracy.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run from a checkout without installing the package
+    sys.path.insert(0, str(ROOT))
+
+from helmholtz_pinn import baselines, inversion, metrics, outputs, phantoms, train  # noqa: E402
+from helmholtz_pinn.config import Config  # noqa: E402
+
+METHODS = ("pinn-helmholtz", "pinn-hetero", "ahi", "ahi-gaussian")
+PINN_METHODS = {"pinn-helmholtz": "helmholtz", "pinn-hetero": "hetero"}
+LABELS = {
+    "pinn-helmholtz": "PINN, homogeneous form",
+    "pinn-hetero": "PINN, heterogeneous form",
+    "ahi": "AHI",
+    "ahi-gaussian": "AHI, Gaussian-smoothed",
+}
+DEFAULT_PHANTOMS = ("four-target", "smooth", "stripes")
+DEFAULT_NOISE = (None, -30.0, -20.0, -10.0)  # dB noise-to-signal power; None = clean
+FIGURE_NOISE = (None, -20.0)
+
+# The issue's targets (fractions): clean PINN, and PINN at -20 dB against AHI on the same file.
+CLEAN_MAX_ERROR = 0.05
+CLEAN_MIN_R = 0.9
+CLEAN_MIN_CONTRAST = 0.8
+NOISY_DB = -20.0
+NOISY_MAX_ERROR = 0.15
+NOISY_MAX_RATIO = 0.25
+
+# --quick: every phantom on 40x50 voxels of 2 mm (the default 80x100 mm field of view at
+# half resolution), a small network, few steps, one noise level. For the CPU test only.
+QUICK_PHANTOM = {"shape": (40, 50), "spacing": 2e-3}
+QUICK_CONFIG = {
+    "width": 32,
+    "depth": 2,
+    "mu_width": 16,
+    "mu_depth": 1,
+    "n_features": 16,
+    "batch_size": 256,
+    "steps": 100,
+    "sync_interval": 50,
+    "pde_warmup": 50,
+}
+QUICK_NOISE = (-20.0,)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def noise_label(noise_db: float | None) -> str:
+    """``clean`` or ``-20 dB``."""
+    return "clean" if noise_db is None else f"{noise_db:g} dB"
+
+
+def parse_noise(text: str) -> float | None:
+    """``clean`` (or ``none``) -> None, else the noise-to-signal power ratio in dB."""
+    if text.lower() in ("clean", "none"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"noise level must be 'clean' or a number of dB such as -20; got {text!r}"
+        ) from None
+
+
+def run_cell(method: str, dataset, cfg: Config, ahi_sigma: float) -> tuple[dict, np.ndarray | None]:
+    """One method on one dataset: (facts, recovered mu in Pa or None when it failed)."""
+    if method in PINN_METHODS:
+        try:
+            res = inversion.invert(dataset, cfg, progress=False, pde=PINN_METHODS[method])
+        except train.DivergenceError as err:
+            return {"error": str(err)}, None
+        m = res.metrics
+        facts = {
+            "wall_time_s": m["wall_time_s"],
+            "steps": m.get("steps"),
+            "retries": m.get("retries"),
+            "final_loss": m.get("final_loss"),
+            "mu_ref_pa": m.get("mu_ref_pa"),
+        }
+        return facts, res.mu
+    smoothing = "gaussian" if method == "ahi-gaussian" else "none"
+    t0 = time.perf_counter()
+    mu = baselines.ahi(dataset, smoothing=smoothing, sigma=ahi_sigma)
+    return {"wall_time_s": time.perf_counter() - t0, "smoothing": smoothing}, mu
+
+
+def accuracy_row(phantom: str, noise_db, method: str, facts: dict, mu, dataset) -> dict:
+    """The JSON record of one cell: headline numbers at the top, full metrics below."""
+    row = {
+        "phantom": phantom,
+        "noise_db": noise_db,
+        "noise": noise_label(noise_db),
+        "method": method,
+        **facts,
+    }
+    if mu is None:
+        return row
+    m = metrics.evaluate(mu, dataset)
+    m.pop("per_frequency", None)  # Re(mu) of the Voigt model is the same at every frequency
+    row["median_rel_error_storage"] = m.get("median_rel_error_storage")
+    row["pearson_r_storage"] = m.get("pearson_r_storage")
+    row["contrast_transfer"] = m.get("contrast_transfer", {})
+    row["metrics"] = m
+    return row
+
+
+def machine() -> dict:
+    """What ran the study: JAX devices, the GPU name from nvidia-smi, the CPU."""
+    import jax
+
+    devices = jax.devices()
+    gpu = None
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            )
+            gpu = ", ".join(line.strip() for line in out.stdout.splitlines() if line.strip())
+        except (OSError, subprocess.SubprocessError):
+            gpu = None
+    cpu = platform.processor() or None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "jax_version": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in devices],
+        "device_kind": devices[0].device_kind,
+        "nvidia_smi": gpu,
+        "cpu": cpu,
+        "platform": platform.platform(),
+    }
+
+
+def phantom_info(dataset, overrides: dict) -> dict:
+    """Grid, spacing, frequencies and the voxel count of each region (to rank the targets)."""
+    labels, counts = np.unique(np.asarray(dataset.regions)[dataset.mask], return_counts=True)
+    return {
+        "shape": list(dataset.grid),
+        "spacing_m": [float(h) for h in dataset.spacing],
+        "frequencies_hz": [float(f) for f in dataset.frequency],
+        "components": int(dataset.n_comp),
+        "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()},
+        "region_voxels": {str(int(k)): int(c) for k, c in zip(labels, counts, strict=True)},
+    }
+
+
+def run_study(args, command: str) -> dict:
+    """Run every cell; print, save and report as the cells complete. Returns the study."""
+    import jax
+
+    out = outputs.prepare_dir(args.out)
+    outputs.prepare_dir(out / "figures")
+    overrides = dict(QUICK_CONFIG) if args.quick else {}
+    if args.config:
+        overrides.update(json.loads(args.config))
+    if args.steps is not None:
+        overrides["steps"] = args.steps
+    cfg = Config().replace(**overrides)
+    phantom_overrides = dict(QUICK_PHANTOM) if args.quick else {}
+    study = {
+        "meta": {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": command,
+            "machine": machine(),
+            "quick": bool(args.quick),
+            "noise_seed": args.seed,
+            "ahi_sigma_voxels": args.ahi_sigma,
+            "config": dataclasses.asdict(cfg),
+            "config_overrides": overrides,
+            "phantom_overrides": phantom_overrides,
+            "phantoms": list(args.phantoms),
+            "noise_db": list(args.noise),
+            "methods": list(args.methods),
+            "complete": False,
+        },
+        "phantoms": {},
+        "results": [],
+    }
+    _emit({"meta": study["meta"]})
+    print(
+        f"# {jax.devices()[0]}: {len(args.phantoms)} phantoms x {len(args.noise)} noise "
+        f"levels x {len(args.methods)} methods",
+        file=sys.stderr,
+        flush=True,
+    )
+    for name in args.phantoms:
+        maps: dict = {}
+        t0 = time.perf_counter()
+        clean = phantoms.simulate_phantom(name, **phantom_overrides)  # once per phantom
+        study["phantoms"][name] = phantom_info(clean, phantom_overrides)
+        study["phantoms"][name]["simulate_s"] = time.perf_counter() - t0
+        _emit({"phantom_info": {"phantom": name, **study["phantoms"][name]}})
+        truth = np.asarray(clean.mu)[0].real
+        for noise_db in args.noise:
+            # what simulate_phantom(name, noise_db=, seed=) returns, without solving again
+            dataset = dataclasses.replace(
+                clean, u=phantoms.add_noise(clean.u, noise_db, seed=args.seed)
+            )
+            for method in args.methods:
+                facts, mu = run_cell(method, dataset, cfg, args.ahi_sigma)
+                row = accuracy_row(name, noise_db, method, facts, mu, dataset)
+                study["results"].append(row)
+                _emit(row)
+                if mu is not None and noise_db in _figure_noise(args.noise):
+                    maps[(noise_db, method)] = np.asarray(mu).reshape(-1, *dataset.grid)[0].real
+                outputs.write_json(out / "accuracy.json", study)
+        figure(name, truth, maps, study, out / "figures" / f"accuracy_{name}.png")
+        write_report(study, out / "accuracy.md")
+    study["meta"]["complete"] = True
+    _emit({"complete": {"cells": len(study["results"])}})
+    outputs.write_json(out / "accuracy.json", study)
+    write_report(study, out / "accuracy.md")
+    return study
+
+
+def _emit(record: dict) -> None:
+    """One JSON line on stdout, flushed (NaN becomes null, numpy scalars numbers)."""
+    print(json.dumps(_jsonable(record)), flush=True)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _figure_noise(noise: list) -> list:
+    """The noise levels drawn: clean and -20 dB when run, else the first and last."""
+    shown = [n for n in FIGURE_NOISE if n in noise]
+    return shown or list(dict.fromkeys([noise[0], noise[-1]]))
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def figure(name: str, truth, maps: dict, study: dict, path: Path) -> Path | None:
+    """Rows: noise levels; columns: the truth, then each method's recovered Re(mu), kPa."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if truth is None or not maps:
+        return None
+    rows = list(dict.fromkeys(n for n, _ in maps))
+    methods = [m for m in study["meta"]["methods"] if any((n, m) in maps for n in rows)]
+    info = study["phantoms"][name]
+    extent = (
+        0,
+        info["shape"][0] * info["spacing_m"][0] * 1e3,
+        0,
+        info["shape"][1] * info["spacing_m"][1] * 1e3,
+    )
+    lo, hi = float(truth.min()) / 1e3, float(truth.max()) / 1e3
+    pad = 0.15 * (hi - lo) if hi > lo else 0.2 * hi
+    vmin, vmax = max(0.0, lo - pad), hi + pad
+    errors = {
+        (r["noise_db"], r["method"]): r.get("median_rel_error_storage")
+        for r in study["results"]
+        if r["phantom"] == name
+    }
+    ncol = 1 + len(methods)
+    fig, axes = plt.subplots(len(rows), ncol, figsize=(2.7 * ncol, 3.0 * len(rows)), squeeze=False)
+    try:
+        for i, noise_db in enumerate(rows):
+            panels = [("truth", truth)] + [(m, maps.get((noise_db, m))) for m in methods]
+            for j, (label, img) in enumerate(panels):
+                ax = axes[i, j]
+                if img is None:
+                    ax.set_axis_off()
+                    continue
+                im = ax.imshow(
+                    img.T / 1e3, origin="lower", extent=extent, cmap="viridis", vmin=vmin, vmax=vmax
+                )
+                title = "true Re(mu)" if label == "truth" else LABELS[label]
+                err = errors.get((noise_db, label))
+                if label != "truth" and err is not None:
+                    title += f"\nmedian error {100 * err:.1f} %"
+                ax.set_title(f"{title}\n{noise_label(noise_db)}", fontsize=8)
+                ax.set_xlabel("x (mm)", fontsize=7)
+                ax.set_ylabel("y (mm)", fontsize=7)
+                ax.tick_params(labelsize=6)
+                bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+                bar.set_label("Re(mu) (kPa)", fontsize=7)
+                bar.ax.tick_params(labelsize=6)
+        fig.suptitle(
+            f"{name}: recovered storage modulus Re(mu), kPa "
+            "(colour scale: the truth's range +- 15 %, values beyond it clipped)",
+            fontsize=10,
+        )
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------- report
+
+
+def load_study(path: str | Path) -> dict:
+    """A study from ``accuracy.json`` or from the JSON lines the run printed to stdout."""
+    text = Path(path).read_text()
+    try:
+        study = json.loads(text)
+        if isinstance(study, dict) and "results" in study:
+            return study
+    except json.JSONDecodeError:
+        pass
+    study = {"meta": {}, "phantoms": {}, "results": []}
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # progress messages or a line cut off by a timeout
+        if not isinstance(record, dict):
+            continue
+        if "meta" in record:
+            study["meta"] = record["meta"]
+        elif "complete" in record:
+            study["meta"]["complete"] = True
+        elif "phantom_info" in record:
+            info = dict(record["phantom_info"])
+            study["phantoms"][info.pop("phantom")] = info
+        elif "method" in record and "phantom" in record:
+            study["results"].append(record)
+    if not study["results"]:
+        raise ValueError(f"{path}: no accuracy results (neither accuracy.json nor JSON lines)")
+    return study
+
+
+def _pct(x, digits: int = 1) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{round(100 * x, digits) + 0.0:.{digits}f} %"  # + 0.0: no "-0 %"
+
+
+def _num(x, fmt: str = "{:.3f}") -> str:
+    return "n/a" if x is None or not math.isfinite(x) else fmt.format(x)
+
+
+def largest_targets(study: dict, name: str, n: int = 2) -> list[str]:
+    """Labels of the ``n`` target regions (label >= 2) with the most voxels."""
+    voxels = study.get("phantoms", {}).get(name, {}).get("region_voxels", {})
+    if not voxels:  # fall back on the labels seen in the results, in label order
+        labels = set()
+        for r in study["results"]:
+            if r["phantom"] == name:
+                labels.update(r.get("contrast_transfer") or {})
+        return sorted(labels, key=int)[:n]
+    targets = [k for k in voxels if int(k) >= 2]
+    return sorted(targets, key=lambda k: (-voxels[k], int(k)))[:n]
+
+
+def _find(study: dict, name: str, noise_db, method: str) -> dict | None:
+    for r in study["results"]:
+        if r["phantom"] == name and r["noise_db"] == noise_db and r["method"] == method:
+            return r
+    return None
+
+
+def _verdict(ok: bool | None) -> str:
+    return "not run" if ok is None else ("met" if ok else "NOT met")
+
+
+def targets(study: dict, name: str) -> list[dict]:
+    """The issue's targets for each PINN form on phantom ``name``: rows of
+    (method, target, value, met), ``met`` None where the cells were not run."""
+    big = largest_targets(study, name)
+    noisy_label = noise_label(NOISY_DB)
+    rows = []
+
+    def add(method, short, target, value, met):
+        rows.append(
+            {"method": method, "short": short, "target": target, "value": value, "met": met}
+        )
+
+    def error(noise_db, method):
+        row = _find(study, name, noise_db, method)
+        return None if row is None else row.get("median_rel_error_storage")
+
+    for method in PINN_METHODS:
+        clean = _find(study, name, None, method)
+        err = error(None, method)
+        if err is not None:
+            r = clean.get("pearson_r_storage")
+            contrast = [(clean.get("contrast_transfer") or {}).get(k) for k in big]
+            add(
+                method,
+                "clean error",
+                f"clean: median error <= {_pct(CLEAN_MAX_ERROR, 0)}",
+                _pct(err),
+                err <= CLEAN_MAX_ERROR,
+            )
+            add(
+                method,
+                "clean R",
+                f"clean: R >= {CLEAN_MIN_R}",
+                _num(r),
+                r is not None and r >= CLEAN_MIN_R,
+            )
+            add(
+                method,
+                "clean contrast",
+                f"clean: contrast of the two largest targets (regions {', '.join(big)}) >= "
+                f"{_pct(CLEAN_MIN_CONTRAST, 0)}",
+                ", ".join(_pct(c) for c in contrast),
+                bool(contrast) and all(c is not None and c >= CLEAN_MIN_CONTRAST for c in contrast),
+            )
+        else:
+            add(method, "clean", "clean targets", "n/a", None)
+        err = error(NOISY_DB, method)
+        if err is not None:
+            add(
+                method,
+                f"{noisy_label} error",
+                f"{noisy_label}: median error <= {_pct(NOISY_MAX_ERROR, 0)}",
+                _pct(err),
+                err <= NOISY_MAX_ERROR,
+            )
+            e_ahi, e_gauss = error(NOISY_DB, "ahi"), error(NOISY_DB, "ahi-gaussian")
+            target = f"{noisy_label}: error <= {NOISY_MAX_RATIO}x the AHI error on the same file"
+            if e_ahi:
+                value = f"{_pct(err)} / {_pct(e_ahi)} = x{err / e_ahi:.3f}"
+                if e_gauss:
+                    value += f"; against Gaussian-smoothed AHI x{err / e_gauss:.2f}"
+                add(method, f"{noisy_label} vs AHI", target, value, err / e_ahi <= NOISY_MAX_RATIO)
+            else:
+                add(method, f"{noisy_label} vs AHI", target, "n/a", None)
+        else:
+            add(method, noisy_label, f"{noisy_label} targets", "n/a", None)
+    return rows
+
+
+def report(study: dict, *, regenerated_by: str | None = None) -> str:
+    """The Markdown report of a study (tables per phantom, targets, provenance)."""
+    meta = study.get("meta", {})
+    mach = meta.get("machine", {})
+    cfg = meta.get("config", {})
+    lines = [
+        "# Accuracy study: PINN against algebraic Helmholtz inversion",
+        "",
+        "Median relative error of the storage modulus Re(mu) over the mask, Pearson R of "
+        "Re(mu), contrast transfer of each target region (recovered over true contrast "
+        "against the background, from region medians: 100 % is perfect, 0 % a flat map) "
+        "and wall time. PINN wall time covers preparation, training (with its compilation; "
+        "the first fit of a shape compiles) and prediction. Noise: complex Gaussian at the "
+        "given noise-to-signal power ratio, seed "
+        f"{meta.get('noise_seed', 'n/a')}. AHI Gaussian smoothing: sigma "
+        f"{meta.get('ahi_sigma_voxels', 'n/a')} voxels. The issue's -20 dB ratio target is "
+        "taken against plain AHI, the baseline of the issue (the ratio against the "
+        "Gaussian-smoothed AHI is shown beside it); the contrast target uses the two target "
+        "regions with the most voxels.",
+        "",
+        f"- Date: {meta.get('date', 'n/a')}",
+        f"- Machine: JAX {mach.get('jax_version', '?')} on {mach.get('backend', '?')}, "
+        f"devices {', '.join(mach.get('devices', [])) or '?'} "
+        f"({mach.get('device_kind', '?')}); nvidia-smi: {mach.get('nvidia_smi') or 'n/a'}; "
+        f"CPU: {mach.get('cpu') or 'n/a'}",
+        f"- Command: `{meta.get('command', 'n/a')}`",
+        f"- PINN settings: steps {cfg.get('steps', '?')}, width {cfg.get('width', '?')} x "
+        f"depth {cfg.get('depth', '?')}, mu-network {cfg.get('mu_width', '?')} x "
+        f"{cfg.get('mu_depth', '?')}, {cfg.get('n_features', '?')} Fourier features, batch "
+        f"{cfg.get('batch_size', '?')}, mu model {cfg.get('mu_model', '?')}; overrides of the "
+        f"library defaults: `{json.dumps(meta.get('config_overrides', {}))}`",
+    ]
+    if meta.get("phantom_overrides"):
+        lines.append(f"- Phantom overrides: `{json.dumps(meta['phantom_overrides'])}`")
+    if meta.get("quick"):
+        lines.append("- **--quick smoke run: tiny grid and network, not a measurement.**")
+    if not meta.get("complete", True):
+        lines.append("- **Incomplete run: only the cells below finished.**")
+    if regenerated_by:
+        lines.append(f"- Report regenerated from the saved numbers by `{regenerated_by}`")
+    names = list(dict.fromkeys(r["phantom"] for r in study["results"]))
+    lines += [
+        "",
+        "## Summary: the issue's targets",
+        "",
+        "| phantom | PINN form | targets met | not met |",
+        "|---|---|---|---|",
+    ]
+    for name in names:
+        rows = targets(study, name)
+        for method in PINN_METHODS:
+            mine = [t for t in rows if t["method"] == method and t["met"] is not None]
+            missed = ", ".join(t["short"] for t in mine if not t["met"]) or "none"
+            met = sum(bool(t["met"]) for t in mine)
+            lines.append(f"| {name} | {LABELS[method]} | {met} of {len(mine)} | {missed} |")
+    for name in names:
+        info = study.get("phantoms", {}).get(name, {})
+        rows = [r for r in study["results"] if r["phantom"] == name]
+        labels = sorted({k for r in rows for k in (r.get("contrast_transfer") or {})}, key=int)
+        voxels = info.get("region_voxels", {})
+        lines += ["", f"## {name}", ""]
+        if info:
+            lines.append(
+                f"{info['shape'][0]} x {info['shape'][1]} voxels of "
+                f"{info['spacing_m'][0] * 1e3:g} x {info['spacing_m'][1] * 1e3:g} mm, "
+                f"{', '.join(f'{f:g}' for f in info['frequencies_hz'])} Hz, "
+                f"{info['components']} components; target regions (voxels): "
+                + (", ".join(f"{k} ({voxels[k]})" for k in voxels if int(k) >= 2) or "none")
+                + f". Figure: `figures/accuracy_{name}.png`."
+            )
+            lines.append("")
+        head = ["noise", "method", "median error Re(mu)", "R"]
+        head += [f"contrast {k}" for k in labels] + ["wall s"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for r in rows:
+            if "error" in r:
+                cells = [
+                    r["noise"],
+                    LABELS.get(r["method"], r["method"]),
+                    f"failed: {r['error']}",
+                    "",
+                ] + [""] * len(labels)
+            else:
+                ct = r.get("contrast_transfer") or {}
+                cells = [
+                    r["noise"],
+                    LABELS.get(r["method"], r["method"]),
+                    _pct(r.get("median_rel_error_storage")),
+                    _num(r.get("pearson_r_storage")),
+                ]
+                cells += [_pct(ct.get(k), 0) for k in labels]
+            cells.append(_num(r.get("wall_time_s"), "{:.1f}"))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += [
+            "",
+            f"Targets of the issue on {name}:",
+            "",
+            "| PINN form | target | value | |",
+            "|---|---|---|---|",
+        ]
+        for t in targets(study, name):
+            lines.append(
+                f"| {LABELS[t['method']]} | {t['target']} | {t['value']} | {_verdict(t['met'])} |"
+            )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(study: dict, path: Path, *, regenerated_by: str | None = None) -> Path:
+    path = Path(path)
+    path.write_text(report(study, regenerated_by=regenerated_by))
+    return path
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--phantoms",
+        nargs="+",
+        default=None,
+        choices=sorted(phantoms.PHANTOMS),
+        help=f"default: {' '.join(DEFAULT_PHANTOMS)}",
+    )
+    parser.add_argument(
+        "--noise",
+        nargs="+",
+        type=parse_noise,
+        default=None,
+        help="noise levels: 'clean' or dB noise-to-signal power (default: "
+        "clean -30 -20 -10; --quick: -20)",
+    )
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--steps", type=int, default=None, help="PINN training steps (default: the library default)"
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="JSON dict of further Config overrides, e.g. '{\"width\": 64}'",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="noise seed (fixed for all cells)")
+    parser.add_argument(
+        "--ahi-sigma",
+        type=float,
+        default=2.0,
+        help="Gaussian smoothing of the smoothed AHI, voxels",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny smoke run: 40x50 grid of 2 mm voxels, small network, "
+        f"{QUICK_CONFIG['steps']} steps, one noise level",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default docs/; with --report-only, the folder of the JSON file)",
+    )
+    parser.add_argument(
+        "--report-only",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="only write accuracy.md from accuracy.json or a captured stdout log",
+    )
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="do not use the persistent compilation cache",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = shlex.join(
+        ["python", *(sys.argv if argv is None else ["scripts/accuracy.py", *argv])]
+    )
+    if args.report_only is not None:
+        study = load_study(args.report_only)
+        out = outputs.prepare_dir(args.out or args.report_only.parent)
+        if args.report_only.resolve() != (out / "accuracy.json").resolve():
+            outputs.write_json(out / "accuracy.json", study)
+        path = write_report(study, out / "accuracy.md", regenerated_by=command)
+        print(f"wrote {path}", file=sys.stderr)
+        return 0
+    args.out = args.out or ROOT / "docs"
+    args.phantoms = args.phantoms or list(DEFAULT_PHANTOMS)
+    args.noise = args.noise or list(QUICK_NOISE if args.quick else DEFAULT_NOISE)
+    if not args.quick and not args.no_compile_cache:
+        from helmholtz_pinn.compile_cache import enable_compilation_cache
+
+        enable_compilation_cache(min_compile_time_s=1.0)
+    t0 = time.perf_counter()
+    run_study(args, command)
+    print(
+        f"# done in {time.perf_counter() - t0:.0f} s: {args.out}/accuracy.md, accuracy.json, "
+        f"figures/",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
