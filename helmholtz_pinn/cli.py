@@ -128,9 +128,9 @@ def cmd_invert(args) -> int:
     cfg = _config_from(args).replace(seed=args.seed)
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
+    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
     dataset = _load_or_phantom(args.data, args.out)
     ckpt = None if args.no_checkpoints else args.out / "checkpoints"
-    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
     try:
         result = inversion.invert(dataset, cfg, progress=not args.no_progress,
                                   checkpoint_dir=ckpt, resume=args.resume, callback=board)
@@ -158,7 +158,6 @@ def cmd_baseline(args) -> int:
     mu = baselines.ahi(dataset, smoothing=args.smoothing, sigma=args.sigma, window=args.window)
     facts = {"method": f"ahi/{args.smoothing}", "wall_time_s": time.perf_counter() - t0,
              "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
-    mu = mu[None] if mu.ndim == dataset.ndim else mu
     result = Result(mu, dataset.u, dataset.mask, dataset.frequency, [], facts, Config(),
                     dataset=dataset)
     outputs.prepare_dir(args.out)

@@ -89,8 +89,10 @@ class HistoryLogger:
     def __call__(self, record: dict) -> bool:
         self.records.append(dict(record))
         if self.path is not None:
-            line = {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
-                    for k, v in record.items()}
+            line = {
+                k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+                for k, v in record.items()
+            }
             with self.path.open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
         return self.stop_after_s is not None and record.get("time_s", 0.0) > self.stop_after_s

@@ -257,6 +257,7 @@ def fit(
     callback: Callable[[dict], bool | None] | None = None,
     on_block: Callable[[TrainState, HostState], None] | None = None,
     progress: bool = True,
+    block: Callable | None = None,
 ) -> tuple[TrainState, list[dict]]:
     """Run ceil(steps / sync_interval) blocks; read the losses once per block.
 
@@ -267,10 +268,12 @@ def fit(
     and stops a member that no longer improves. ``callback(record)`` may return True to
     stop; ``on_block(state, host)`` sees each good block (checkpoints); ``host`` resumes a
     loop. With ``batched`` ("stacked"/"shared", see :func:`make_block`) the state has a
-    leading member axis and records hold one value per member.
+    leading member axis and records hold one value per member. ``block`` replaces
+    ``make_block(spec, sync_interval, batched)`` with another compiled block of the same
+    signature (sharded runs: :mod:`helmholtz_pinn.sharding`).
     """
     cfg = spec.cfg
-    block = make_block(spec, cfg.sync_interval, batched)
+    block = block or make_block(spec, cfg.sync_interval, batched)
     n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
     members = 1 if batched is None else int(state.step.shape[0])
     host = host or HostState.new(cfg, members)
@@ -352,6 +355,10 @@ def unstack_tree(tree: Any, members: int) -> list:
 
 
 def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        from tqdm import tqdm
+
+        return tqdm(total=total, disable=True)
     from tqdm.auto import tqdm
 
     return tqdm(total=total, disable=not enabled, unit="step", dynamic_ncols=True)
