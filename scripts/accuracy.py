@@ -18,10 +18,11 @@ printed to stdout as one JSON line the moment it completes, so a run cut short k
 what it finished; ``--report-only`` rebuilds the Markdown from ``accuracy.json`` or from
 such a captured stdout log.
 
-Examples:
-  full study, library defaults (GPU):  PYTHONPATH=. python scripts/accuracy.py
-  CPU smoke test (tiny):               PYTHONPATH=. python scripts/accuracy.py --quick --out /tmp/a
+Examples (the script finds the package in its checkout; no install needed):
+  full study, library defaults (GPU):  python scripts/accuracy.py | tee accuracy.log
+  CPU smoke test (tiny):               python scripts/accuracy.py --quick --out /tmp/a
   tables again from the numbers:       python scripts/accuracy.py --report-only docs/accuracy.json
+  a study split over runs, merged:     python scripts/accuracy.py --report-only a.log b.log
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import itertools
 import json
 import math
 import platform
@@ -344,7 +346,7 @@ def figure(name: str, truth, maps: dict, study: dict, path: Path) -> Path | None
                 bar.ax.tick_params(labelsize=6)
         fig.suptitle(
             f"{name}: recovered storage modulus Re(mu), kPa "
-            "(colour scale: the truth's range +- 15 %, values beyond it clipped)",
+            "(colour scale: the truth's range, widened by 15 % of it at each end; beyond, clipped)",
             fontsize=10,
         )
         fig.tight_layout()
@@ -388,6 +390,30 @@ def load_study(path: str | Path) -> dict:
     return study
 
 
+def merge_studies(studies: list[dict]) -> dict:
+    """One study from several runs: the cells of all (a later run's cell replaces an
+    earlier one's), the first run's meta with every run's command and date."""
+    if len(studies) == 1:
+        return studies[0]
+    meta = dict(studies[0].get("meta", {}))
+    for key in ("command", "date"):
+        values = [st.get("meta", {}).get(key) for st in studies]
+        meta[key] = " ; ".join(dict.fromkeys(v for v in values if v)) or None
+    cells: dict = {}
+    phantom_infos: dict = {}
+    wanted = set()  # every cell some run asked for
+    for st in studies:
+        phantom_infos.update(st.get("phantoms", {}))
+        for r in st["results"]:
+            cells[(r["phantom"], r["noise_db"], r["method"])] = r
+        m = st.get("meta", {})
+        wanted.update(
+            itertools.product(m.get("phantoms", []), m.get("noise_db", []), m.get("methods", []))
+        )
+    meta["complete"] = bool(wanted) and wanted <= set(cells)
+    return {"meta": meta, "phantoms": phantom_infos, "results": list(cells.values())}
+
+
 def _pct(x, digits: int = 1) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
@@ -396,6 +422,12 @@ def _pct(x, digits: int = 1) -> str:
 
 def _num(x, fmt: str = "{:.3f}") -> str:
     return "n/a" if x is None or not math.isfinite(x) else fmt.format(x)
+
+
+def _seconds(x) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{x:.1f}" if x >= 10 else f"{x:.2g}" if x >= 0.01 else "< 0.01"
 
 
 def largest_targets(study: dict, name: str, n: int = 2) -> list[str]:
@@ -416,6 +448,11 @@ def _find(study: dict, name: str, noise_db, method: str) -> dict | None:
         if r["phantom"] == name and r["noise_db"] == noise_db and r["method"] == method:
             return r
     return None
+
+
+def _missing(row: dict | None) -> str:
+    """Why a cell has no numbers: not run, or the fit failed."""
+    return "not run" if row is None else f"failed: {row.get('error', 'no result')}"
 
 
 def _verdict(ok: bool | None) -> str:
@@ -467,7 +504,7 @@ def targets(study: dict, name: str) -> list[dict]:
                 bool(contrast) and all(c is not None and c >= CLEAN_MIN_CONTRAST for c in contrast),
             )
         else:
-            add(method, "clean", "clean targets", "n/a", None)
+            add(method, "clean", "clean targets", _missing(clean), None)
         err = error(NOISY_DB, method)
         if err is not None:
             add(
@@ -487,7 +524,8 @@ def targets(study: dict, name: str) -> list[dict]:
             else:
                 add(method, f"{noisy_label} vs AHI", target, "n/a", None)
         else:
-            add(method, noisy_label, f"{noisy_label} targets", "n/a", None)
+            noisy = _find(study, name, NOISY_DB, method)
+            add(method, noisy_label, f"{noisy_label} targets", _missing(noisy), None)
     return rows
 
 
@@ -552,7 +590,7 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
         labels = sorted({k for r in rows for k in (r.get("contrast_transfer") or {})}, key=int)
         voxels = info.get("region_voxels", {})
         lines += ["", f"## {name}", ""]
-        if info:
+        if "shape" in info:
             lines.append(
                 f"{info['shape'][0]} x {info['shape'][1]} voxels of "
                 f"{info['spacing_m'][0] * 1e3:g} x {info['spacing_m'][1] * 1e3:g} mm, "
@@ -583,7 +621,7 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
                     _num(r.get("pearson_r_storage")),
                 ]
                 cells += [_pct(ct.get(k), 0) for k in labels]
-            cells.append(_num(r.get("wall_time_s"), "{:.1f}"))
+            cells.append(_seconds(r.get("wall_time_s")))
             lines.append("| " + " | ".join(cells) + " |")
         lines += [
             "",
@@ -659,9 +697,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--report-only",
         type=Path,
+        nargs="+",
         default=None,
         metavar="JSON",
-        help="only write accuracy.md from accuracy.json or a captured stdout log",
+        help="only write accuracy.md (and accuracy.json) from accuracy.json files or captured "
+        "stdout logs; several are merged (a study split over runs), later cells win",
+    )
+    parser.add_argument(
+        "--compile-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="persistent compilation cache (default: the library's, "
+        "~/.cache/helmholtz_pinn/jax); fits that differ only in their data compile once",
     )
     parser.add_argument(
         "--no-compile-cache",
@@ -677,9 +725,9 @@ def main(argv: list[str] | None = None) -> int:
         ["python", *(sys.argv if argv is None else ["scripts/accuracy.py", *argv])]
     )
     if args.report_only is not None:
-        study = load_study(args.report_only)
-        out = outputs.prepare_dir(args.out or args.report_only.parent)
-        if args.report_only.resolve() != (out / "accuracy.json").resolve():
+        study = merge_studies([load_study(p) for p in args.report_only])
+        out = outputs.prepare_dir(args.out or args.report_only[0].parent)
+        if [p.resolve() for p in args.report_only] != [(out / "accuracy.json").resolve()]:
             outputs.write_json(out / "accuracy.json", study)
         path = write_report(study, out / "accuracy.md", regenerated_by=command)
         print(f"wrote {path}", file=sys.stderr)
@@ -687,10 +735,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out or ROOT / "docs"
     args.phantoms = args.phantoms or list(DEFAULT_PHANTOMS)
     args.noise = args.noise or list(QUICK_NOISE if args.quick else DEFAULT_NOISE)
-    if not args.quick and not args.no_compile_cache:
+    if not args.no_compile_cache:
         from helmholtz_pinn.compile_cache import enable_compilation_cache
 
-        enable_compilation_cache(min_compile_time_s=1.0)
+        enable_compilation_cache(args.compile_cache, min_compile_time_s=0.5)
     t0 = time.perf_counter()
     run_study(args, command)
     print(

@@ -40,15 +40,21 @@ def main() -> None:
     print("| setting | median err | R | per-region median (Pa) | contrast | wall s |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['set']} | {r['err']:.3f} | {r['r']:.3f} | {r['regions']} | "
-              f"{r['contrast']} | {r['wall_s']:.1f} |")
+        print(
+            f"| {r['set']} | {r['err']:.3f} | {r['r']:.3f} | {r['regions']} | "
+            f"{r['contrast']} | {r['wall_s']:.1f} |"
+        )
 
 
 def _short(m: dict) -> dict:
     regions = {k: round(v["median_storage_pa"]) for k, v in m.get("regions", {}).items()}
     contrast = {k: round(v, 2) for k, v in (m.get("contrast_transfer") or {}).items() if v}
-    return {"err": m["median_rel_error_storage"], "r": m["pearson_r_storage"] or 0.0,
-            "regions": regions, "contrast": contrast}
+    return {
+        "err": m["median_rel_error_storage"],
+        "r": m["pearson_r_storage"] or 0.0,
+        "regions": regions,
+        "contrast": contrast,
+    }
 
 
 if __name__ == "__main__":
