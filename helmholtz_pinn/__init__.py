@@ -9,12 +9,14 @@ Data flow: data -> phantoms -> model -> physics -> train -> metrics/baselines ->
 """
 
 from helmholtz_pinn.baselines import ahi as baseline
+from helmholtz_pinn.batch import invert_many, invert_slicewise
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.convert import convert
 from helmholtz_pinn.data import Dataset, DatasetError, load, save
 from helmholtz_pinn.inversion import Result, invert
 from helmholtz_pinn.metrics import evaluate
 from helmholtz_pinn.phantoms import PHANTOMS, make_phantom, simulate_phantom
+from helmholtz_pinn.sharding import invert_parallel
 from helmholtz_pinn.train import DivergenceError
 
 simulate = simulate_phantom
@@ -30,6 +32,9 @@ __all__ = [
     "convert",
     "evaluate",
     "invert",
+    "invert_many",
+    "invert_parallel",
+    "invert_slicewise",
     "load",
     "make_phantom",
     "save",

@@ -58,8 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--components", type=int, help="drive directions (default 2)")
 
     inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
-    inv.add_argument("data", nargs="?", type=Path,
-                     help="dataset .npz (default: the built-in four-target phantom)")
+    inv.add_argument("data", nargs="*", type=Path,
+                     help="dataset .npz (default: the built-in four-target phantom); several "
+                          "files of one grid are fitted as one batched program, each written "
+                          "to OUT/<file stem>/")
+    inv.add_argument("--slicewise", action="store_true",
+                     help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all "
+                          "slices batched; slices with an empty mask are left NaN")
+    inv.add_argument("--devices", type=_devices_arg, default="all", metavar="N|all",
+                     help="devices to use: N, or all (default: every visible device when "
+                          "the work splits - at least as many slices, files or ensemble "
+                          "members as devices, or a large problem - else one). Runs on "
+                          "more than one device write no checkpoints")
     inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
     inv.add_argument("--seed", type=int, default=0)
     inv.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -97,6 +107,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _devices_arg(text: str) -> int | str:
+    if text == "all":
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive integer or 'all'; got {text!r}")
+
+
+def _result_dirs(out: Path, paths: list[Path]) -> list[Path]:
+    """OUT/<stem> per input file; the index is prefixed when stems repeat."""
+    stems = [p.name.removesuffix(".npz") for p in paths]
+    if len(set(stems)) < len(stems):
+        stems = [f"{i}_{s}" for i, s in enumerate(stems)]
+    return [out / s for s in stems]
+
+
 def _load_or_phantom(path: Path | None, out: Path):
     from helmholtz_pinn import data, phantoms
 
@@ -122,20 +148,37 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_invert(args) -> int:
-    from helmholtz_pinn import inversion, logs, outputs, train
+    from helmholtz_pinn import batch, logs, outputs, sharding, train
     from helmholtz_pinn.compile_cache import enable_compilation_cache
 
+    sharding.initialize_distributed()  # multi-host launch (docs/scaling.md); else a no-op
     cfg = _config_from(args).replace(seed=args.seed)
+    paths = args.data or [None]
+    if args.slicewise and len(paths) != 1:
+        raise ValueError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
+    if args.resume and (args.slicewise or len(paths) > 1):
+        raise ValueError("--resume works for one dataset fitted as a whole (no --slicewise, "
+                         "one DATA file)")
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
     board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
-    dataset = _load_or_phantom(args.data, args.out)
+    datasets = [_load_or_phantom(p, args.out) for p in paths]
     ckpt = None if args.no_checkpoints else args.out / "checkpoints"
+    common = dict(devices=args.devices, progress=not args.no_progress, callback=board)
     try:
-        result = inversion.invert(dataset, cfg, progress=not args.no_progress,
-                                  checkpoint_dir=ckpt, resume=args.resume, callback=board)
+        if args.slicewise:
+            results = [batch.invert_slicewise(datasets[0], cfg, **common)]
+            dirs = [args.out]
+        elif len(datasets) > 1:
+            results = batch.invert_many(datasets, cfg, **common)
+            dirs = _result_dirs(args.out, paths)
+        else:
+            results = [sharding.invert_parallel(datasets[0], cfg, checkpoint_dir=ckpt,
+                                                resume=args.resume, **common)]
+            dirs = [args.out]
         if board is not None:
-            board.log_result(result)
+            for result in results:
+                board.log_result(result)
     except train.DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
         print(f"error: {err} (no result written; see {args.out / 'failure.json'})",
@@ -144,8 +187,12 @@ def cmd_invert(args) -> int:
     finally:
         if board is not None:
             board.close()
-    result.save(args.out)
-    _summary(result.metrics, args.out)
+    import jax
+
+    if jax.process_index() == 0:  # one writer when several hosts run the same program
+        for result, out in zip(results, dirs, strict=True):
+            result.save(out)
+            _summary(result.metrics, out)
     return 0
 
 

@@ -55,15 +55,25 @@ def reference_modulus(dataset: Dataset, cfg: Config) -> float:
     return float(estimate_modulus(dataset))
 
 
-def prepare(dataset: Dataset, cfg: Config) -> Prepared:
+def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
+    """Shortest expected wavelengths per field of view: L / lambda_min, with
+    lambda_min = sqrt(mu_ref / rho) / f_max (m; mu_ref in Pa, f in Hz)."""
+    length = field_of_view(dataset)
+    return length * float(np.max(dataset.frequency)) / float(np.sqrt(mu_ref / dataset.rho))
+
+
+def prepare(dataset: Dataset, cfg: Config, *, on_device: bool = True) -> Prepared:
     """Scale the dataset and derive the Fourier scales (cycles per field of view).
 
     Auto scale: sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max.
+    With ``on_device`` the Problem's arrays are put on the default device, after a check
+    that they fit its memory (:func:`helmholtz_pinn.sharding.check_device_memory`);
+    otherwise they stay NumPy arrays on the host (for batched or sharded placement).
     """
     length = field_of_view(dataset)
     mu_ref = reference_modulus(dataset, cfg)
     scales = physics.make_scales(dataset.frequency, length, mu_ref, dataset.rho)
-    cycles = length * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
+    cycles = wave_cycles(dataset, mu_ref)
     sigma_u = cfg.sigma_u or cfg.sigma_factor_u * cycles
     sigma_mu = cfg.sigma_mu or cfg.sigma_factor_mu * cycles
     mask = dataset.mask.ravel()
@@ -72,9 +82,13 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     u_nd = np.moveaxis(u[..., mask] / u_scale[..., None], -1, 0).astype(np.complex64)
     x_grid = grid_coordinates(dataset, length)
     problem = train.Problem(
-        jnp.asarray(x_grid[mask]), jnp.asarray(u_nd),
-        jnp.asarray(scales.kappa, jnp.float32), jnp.asarray(scales.omega_ratio, jnp.float32),
-        jnp.asarray(int(mask.sum()), jnp.int32))
+        x_grid[mask], u_nd, np.asarray(scales.kappa, np.float32),
+        np.asarray(scales.omega_ratio, np.float32), np.asarray(int(mask.sum()), np.int32))
+    if on_device:
+        from helmholtz_pinn.sharding import check_device_memory
+
+        check_device_memory(int(mask.sum()), dataset.ndim, dataset.n_freq, dataset.n_comp)
+        problem = train.Problem(*(jnp.asarray(a) for a in problem))
     spec = train.Spec(dataset.ndim, dataset.n_freq, dataset.n_comp, float(sigma_u),
                       float(sigma_mu), cfg)
     return Prepared(problem, spec, scales, x_grid, u_scale)
@@ -85,7 +99,8 @@ class Result:
     """A finished inversion.
 
     Attributes:
-      mu: complex shear modulus, Pa, shape ``(F, *grid)`` (one map per frequency).
+      mu: complex shear modulus, Pa, shape ``(F, *grid)`` (one map per frequency; the
+        baseline writes one map of shape ``grid``).
       u_fit: the network's displacement field, data units, shape ``(F, C, *grid)``.
       mask: the voxels that were fitted.
       history: one record per block (step, time_s, lr, losses).
@@ -109,7 +124,7 @@ class Result:
     @property
     def storage_modulus(self) -> np.ndarray:
         """G' = Re(mu), Pa, on the grid (first frequency)."""
-        return self.mu[0].real
+        return (self.mu if self.mu.ndim == self.mask.ndim else self.mu[0]).real
 
     def save(self, out: str | Path) -> Path:
         """Write mu.npz, metrics.json, history.csv and the figures into ``out``."""
@@ -151,8 +166,6 @@ def invert(
     the E fits train as one vmapped program and ``Result.mu_std`` holds their spread.
     Raises :class:`helmholtz_pinn.train.DivergenceError` if the fit diverges.
     """
-    from helmholtz_pinn import metrics
-
     cfg = (config or Config()).replace(**overrides)
     t0 = time.perf_counter()
     prep = prepare(dataset, cfg)
@@ -174,25 +187,39 @@ def invert(
     finally:
         if ckpt is not None:
             ckpt.close()
-    members = [state] if batched is None else train.unstack_tree(state, cfg.ensemble)
+    return build_result(dataset, cfg, prep, state, history, t0)
+
+
+def build_result(dataset: Dataset, cfg: Config, prep: Prepared, state: train.TrainState,
+                 history: list[dict], t0: float, **facts) -> Result:
+    """Evaluate a trained state on every voxel (in chunks) and convert to Pa.
+
+    ``state`` holds one fit, or ``cfg.ensemble`` fits stacked on a leading axis (then
+    ``mu`` is their mean and ``mu_std`` their spread). ``t0`` is the run's start
+    (``time.perf_counter()``); ``facts`` are added to the run facts in ``metrics``.
+    """
+    from helmholtz_pinn import metrics
+
+    ensemble = cfg.ensemble > 1
+    members = train.unstack_tree(state, cfg.ensemble) if ensemble else [state]
     fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     wall = time.perf_counter() - t0
     mus = np.stack([to_grid(mu_nd, dataset) * prep.scales.mu_ref for _, mu_nd in fields])
     u_fit = np.mean([to_grid(u_nd, dataset) for u_nd, _ in fields], axis=0)
     u_fit *= prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
     mu = mus.mean(axis=0)
-    mu_std = None if batched is None else mus.real.std(axis=0) + 1j * mus.imag.std(axis=0)
+    mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if ensemble else None
     last = history[-1] if history else {}
-    facts = {
+    run = {
         "steps": int(np.asarray(state.step).max()), "wall_time_s": wall,
         "device": str(jax.devices()[0]), "ensemble": cfg.ensemble,
         "mu_ref_pa": prep.scales.mu_ref, "length_m": prep.scales.length,
         "sigma_u": prep.spec.sigma_u, "sigma_mu": prep.spec.sigma_mu,
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
-        "retries": last.get("retries", 0), "unit_mu": "Pa",
+        "retries": last.get("retries", 0), "unit_mu": "Pa", **facts,
     }
-    facts.update(metrics.evaluate(mu, dataset))
-    return Result(mu, u_fit, dataset.mask, dataset.frequency, history, facts, cfg,
+    run.update(metrics.evaluate(mu, dataset))
+    return Result(mu, u_fit, dataset.mask, dataset.frequency, history, run, cfg,
                   state.params, state.consts, dataset, mu_std)
 
 

@@ -1,0 +1,240 @@
+"""Batched and slicewise inversion; the 3-D network and residual behind whole-volume fits.
+
+Tolerances: a batched member runs the same math as its own fit, but XLA evaluates the
+vmapped (batched) matmuls with other kernels, so results agree to float32 rounding
+amplified over 10 Adam steps (measured ~2e-7 relative; asserted 2e-5).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from helmholtz_pinn import batch, inversion, physics, sharding, train
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.model import FourierMLP, apply_jet
+
+SMALL = dict(
+    width=16,
+    depth=2,
+    mu_width=8,
+    mu_depth=1,
+    n_features=8,
+    batch_size=64,
+    sync_interval=5,
+    steps=10,
+    pde_warmup=3,
+    mu_ref=3000.0,
+)
+N, H, FREQS = 12, 1.5e-3, (60.0, 90.0)
+RTOL = 2e-5
+
+four_devices = pytest.mark.skipif(
+    jax.device_count() != 4, reason="needs 4 devices (conftest's XLA_FLAGS host count)"
+)
+
+
+def wave(direction, mu_pa, shape):
+    """exp(i k n.x) per frequency on a grid of spacing H, k^2 = rho omega^2 / mu (Voigt)."""
+    axes = np.meshgrid(*[np.arange(n) * H for n in shape], indexing="ij")
+    nx = sum(d * a for d, a in zip(direction, axes, strict=True))
+    return np.array(
+        [
+            [np.exp(1j * np.sqrt(1000 * (2 * np.pi * f) ** 2 / m) * nx)]
+            for f, m in zip(FREQS, mu_pa, strict=True)
+        ]
+    )
+
+
+def wave_slice(theta, g=3000.0, mask=None):
+    mu = g + 1j * 2 * np.pi * np.asarray(FREQS)
+    u = wave((np.cos(theta), np.sin(theta)), mu, (N, N))
+    return Dataset(
+        u=u,
+        frequency=np.asarray(FREQS),
+        spacing=np.array([H, H]),
+        mask=mask,
+        mu=mu[:, None, None] * np.ones((1, N, N)),
+    )
+
+
+@pytest.fixture(scope="module")
+def slices():
+    """Four slices of different direction and modulus; the second masked (rows padded)."""
+    mask = np.ones((N, N), bool)
+    mask[:3] = False
+    return [
+        wave_slice(0.3),
+        wave_slice(1.0, 4000.0, mask),
+        wave_slice(2.0, 2500.0),
+        wave_slice(2.5),
+    ]
+
+
+@pytest.fixture(scope="module")
+def batched(slices):
+    return batch.invert_many(slices, Config(**SMALL), devices=1, progress=False)
+
+
+def assert_same_fit(a, b):
+    np.testing.assert_allclose(a.mu, b.mu, rtol=RTOL)
+    np.testing.assert_allclose(a.u_fit, b.u_fit, rtol=RTOL, atol=RTOL * np.abs(b.u_fit).max())
+    assert a.history[-1]["loss"] == pytest.approx(b.history[-1]["loss"], rel=RTOL)
+    assert a.metrics["steps"] == b.metrics["steps"]
+
+
+def test_batched_run_equals_separate_runs(slices, batched):
+    separate = [inversion.invert(d, Config(**SMALL), progress=False) for d in slices]
+    for one, many in zip(separate, batched, strict=True):
+        assert_same_fit(many, one)
+        assert many.mu.shape == (2, N, N) and many.metrics["batch_members"] == 4
+        assert isinstance(many.history[-1]["loss"], float)  # per-member history
+    # the members fit different waves: the comparison is not between four copies
+    assert np.max(np.abs(batched[0].u_fit - batched[2].u_fit)) > 0.1
+
+
+@four_devices
+def test_sharded_batched_run_equals_single_device(slices, batched):
+    sharded = batch.invert_many(slices, Config(**SMALL), devices=4, progress=False)
+    for a, b in zip(sharded, batched, strict=True):
+        assert a.metrics["devices"] == 4
+        assert_same_fit(a, b)
+    # 3 members on 4 devices: padded with a copy, which is dropped again
+    three = batch.invert_many(slices[:3], Config(**SMALL), devices=4, progress=False)
+    assert len(three) == 3 and len(three[0].history[-1]) == len(batched[0].history[-1])
+    for a, b in zip(three, batched[:3], strict=True):
+        assert_same_fit(a, b)
+
+
+def test_invert_many_refuses_mixed_grids(slices):
+    other = Dataset(
+        u=np.ones((2, 1, N, N + 1), complex), frequency=np.asarray(FREQS), spacing=np.array([H, H])
+    )
+    with pytest.raises(ValueError, match=r"datasets\[1\] has grid \(12, 13\)"):
+        batch.invert_many([slices[0], other], Config(**SMALL))
+    with pytest.raises(TypeError, match="non-empty list"):
+        batch.invert_many([], Config(**SMALL))
+
+
+def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
+    cfg = batch.shared_scales(slices, Config(**{**SMALL, "mu_ref": None}))
+    estimates = [inversion.reference_modulus(d, Config()) for d in slices]
+    assert cfg.mu_ref == pytest.approx(np.median(estimates))
+    cycles = max(inversion.wave_cycles(d, cfg.mu_ref) for d in slices)
+    assert cfg.sigma_u == pytest.approx(Config().sigma_factor_u * cycles)
+
+
+@four_devices
+def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path):
+    """5 z-slices, slice 2 without mask: 4 fits (as many as devices, so sharded)."""
+    nz = 5
+    mu = 3000.0 + 1j * 2 * np.pi * np.asarray(FREQS)
+    u = wave((0.48, 0.6, 0.64), mu, (N, N, nz))
+    mask = np.ones((N, N, nz), bool)
+    mask[..., 2] = False
+    volume = Dataset(
+        u=u,
+        frequency=np.asarray(FREQS),
+        spacing=np.array([H, H, 2 * H]),
+        mask=mask,
+        mu=mu[:, None, None, None] * np.ones((1, N, N, nz)),
+    )
+    result = batch.invert_slicewise(volume, Config(**SMALL), progress=False)
+    assert result.metrics["slices_skipped"] == [2]
+    assert result.metrics["slices_fitted"] == [0, 1, 3, 4]
+    assert result.metrics["devices"] == 4
+    result.save(tmp_path)
+    saved = np.load(tmp_path / "mu.npz")["mu"]
+    assert saved.shape == (2, N, N, nz)
+    assert np.isnan(saved[..., 2]).all() and np.isfinite(saved[..., [0, 1, 3, 4]]).all()
+    assert result.u_fit.shape == volume.u.shape
+    assert "median_rel_error_storage" in result.metrics  # scored on the volume's mask
+
+
+def test_slice_datasets_needs_a_volume(slices):
+    with pytest.raises(ValueError, match="needs a 3-D dataset"):
+        batch.slice_datasets(slices[0])
+
+
+# --- whole-volume (3-D) inversion: jets and residual in three dimensions ---------------
+
+
+def test_3d_jet_laplacian_equals_hessian_trace():
+    with jax.enable_x64(True):
+        net = FourierMLP(3, 4, width=8, depth=2, n_features=4, sigma=1.5, activation="tanh")
+        x = jax.random.uniform(jax.random.key(0), (20, 3), dtype=jnp.float64)
+        variables = jax.jit(net.init)(jax.random.key(1), x)
+        assert all(leaf.dtype == jnp.float64 for leaf in jax.tree.leaves(variables))
+        stack = jax.jit(lambda x: net.apply(variables, x, order=2))(x)
+        assert stack.shape == (5, 20, 4)  # value, 3 gradient rows, Laplacian
+
+        def point(p):
+            return net.apply(variables, p[None])[0, 0]
+
+        ref = jax.jit(lambda x: physics.laplacian_reference(point, x))(x)
+        np.testing.assert_allclose(stack[4], ref, rtol=1e-10, atol=1e-10)
+        grad = jax.jit(jax.vmap(jax.jacfwd(point)))(x)
+        np.testing.assert_allclose(stack[1:4], np.moveaxis(grad, -1, 0), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("pde", ["helmholtz", "hetero"])
+def test_3d_plane_wave_residual_vanishes(pde):
+    """A plane wave exp(i k n.x) in 3-D, k^2 = rho omega^2 / mu, has zero residual, both
+    analytically (complex Voigt mu) and through the network path: a depth-0 Fourier
+    network whose one feature is the wave vector represents the wave exactly."""
+    f, length, mu_ref = 80.0, 0.05, 2500.0
+    n = np.array([0.48, 0.6, 0.64])
+    x = np.random.default_rng(0).uniform(size=(30, 3))
+    scales = physics.make_scales(np.array([f]), length, mu_ref, 1000.0)
+    # analytic fields, complex modulus (3000 + i omega 1 Pa s)
+    mu_pa = 3000.0 + 1j * 2 * np.pi * f
+    kn = np.sqrt(1000.0 * (2 * np.pi * f) ** 2 / mu_pa) * length * n
+    u = np.exp(1j * x @ kn)[:, None, None]
+    lap = -(kn @ kn) * u
+    grad = (1j * kn[:, None] * u[None, :, 0, 0])[..., None, None]
+    mu = np.full((30, 1), mu_pa / mu_ref)
+    kappa = jnp.asarray(scales.kappa)
+    r = (
+        physics.helmholtz_residual(u, lap, mu, kappa)
+        if pde == "helmholtz"
+        else physics.hetero_residual(u, grad, lap, mu, np.zeros((3, 30, 1)), kappa)
+    )
+    assert np.max(np.abs(r)) < 1e-5
+    assert np.max(np.abs(physics.helmholtz_residual(u, lap, 1.1 * mu, kappa))) > 0.05
+    # the network path: u-net channels (Re, Im) = (cos z, sin z), z = kn.x; constant mu
+    with jax.enable_x64(True):
+        g = 3000.0 / mu_ref
+        kn = np.sqrt(1000.0 * (2 * np.pi * f) ** 2 / 3000.0) * length * n
+        consts = {"u": {"B": kn[:, None] / (2 * np.pi)}, "mu": {"B": np.zeros((3, 1))}}
+        params = {
+            "u": {"out_kernel": np.array([[0.0, 1.0], [1.0, 0.0]]), "out_bias": np.zeros(2)},
+            "mu": {
+                "out_kernel": np.zeros((2, 2)),
+                "out_bias": np.array([np.log(np.expm1(g)) - physics.SOFTPLUS_ONE, 0.0]),
+            },
+        }
+        spec = train.Spec(3, 1, 1, 1.0, 1.0, Config(pde=pde))
+        xs = jnp.asarray(x)
+        fields = jax.jit(train.evaluate_fields, static_argnums=2)
+        u_net, lap_net, grad_net, mu_net, grad_mu = fields(
+            params, consts, spec, xs, jnp.asarray(scales.omega_ratio)
+        )
+        np.testing.assert_allclose(u_net[:, 0, 0], np.exp(1j * x @ kn), atol=1e-12)
+        np.testing.assert_allclose(mu_net, g, atol=1e-12)
+        kappa = jnp.asarray(scales.kappa)
+        r = (
+            physics.helmholtz_residual(u_net, lap_net, mu_net, kappa)
+            if pde == "helmholtz"
+            else physics.hetero_residual(u_net, grad_net, lap_net, mu_net, grad_mu, kappa)
+        )
+        assert np.max(np.abs(r)) < 1e-10
+        assert apply_jet(params["u"], consts["u"], xs, "tanh", 2).shape == (5, 30, 2)
+
+
+def test_problem_bytes_per_voxel_documented():
+    """x float32 (d) + u complex64 (F C): 3-D, F = C = 3 is 84 bytes per voxel."""
+    assert sharding.bytes_per_voxel(3, 3, 3) == 84
+    prep = inversion.prepare(wave_slice(0.3), Config(**SMALL))
+    nbytes = prep.problem.x.nbytes + prep.problem.u.nbytes
+    assert nbytes == N * N * sharding.bytes_per_voxel(2, 2, 1)
