@@ -32,11 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import h5py
-import nibabel as nib
 import numpy as np
 import scipy.io
-from nibabel.filebasedimages import ImageFileError
-from nibabel.spatialimages import HeaderDataError
 from scipy.io.matlab import MatReadError
 
 from helmholtz_pinn.data import Dataset, DatasetError
@@ -232,6 +229,10 @@ def read_nifti(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
        spatial unit, mm when the header says "unknown").
     """
     path = Path(path)
+    import nibabel as nib  # imported here: only NIfTI input needs it
+    from nibabel.filebasedimages import ImageFileError
+    from nibabel.spatialimages import HeaderDataError
+
     try:
         img = nib.load(path)
         data = np.asanyarray(img.dataobj)
