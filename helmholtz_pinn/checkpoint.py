@@ -34,7 +34,8 @@ class Checkpointer:
         self.config = config
         self.every = every
         self.manager = ocp.CheckpointManager(
-            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2))
+            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2)
+        )
 
     def __call__(self, state: TrainState, host: HostState) -> None:
         """Save every ``every`` blocks and after the last block."""
@@ -48,8 +49,12 @@ class Checkpointer:
         if step in self.manager.all_steps():
             return
         meta = {"host": host.to_json(), "config": dataclasses.asdict(self.config)}
-        self.manager.save(step, args=self._ocp.args.Composite(
-            state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)))
+        self.manager.save(
+            step,
+            args=self._ocp.args.Composite(
+                state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
+            ),
+        )
         self.manager.wait_until_finished()
 
     def restore(self, like: TrainState) -> tuple[TrainState, HostState] | None:
@@ -59,13 +64,18 @@ class Checkpointer:
             return None
         abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, like)
         try:
-            got = self.manager.restore(step, args=self._ocp.args.Composite(
-                state=self._ocp.args.StandardRestore(abstract),
-                host=self._ocp.args.JsonRestore()))
+            got = self.manager.restore(
+                step,
+                args=self._ocp.args.Composite(
+                    state=self._ocp.args.StandardRestore(abstract),
+                    host=self._ocp.args.JsonRestore(),
+                ),
+            )
         except (ValueError, KeyError, OSError) as err:
             raise CheckpointError(
                 f"checkpoint {self.directory / str(step)} cannot be restored ({err}); "
-                "remove the folder to start afresh") from None
+                "remove the folder to start afresh"
+            ) from None
         self._check_config(got.host["config"])
         return got.state, HostState.from_json(got.host["host"])
 
@@ -76,7 +86,8 @@ class Checkpointer:
             detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {now[k]!r}" for k in diff)
             raise CheckpointError(
                 f"cannot resume from {self.directory}: settings differ ({detail}); "
-                "use the same settings or a new --out folder")
+                "use the same settings or a new --out folder"
+            )
 
     def close(self) -> None:
         self.manager.close()

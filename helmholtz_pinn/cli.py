@@ -31,56 +31,96 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         hint = hints[field.name]
         choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
         kind = type(field.default) if field.default is not None else float
-        group.add_argument(flag, dest=field.name, type=str if choices else kind, default=None,
-                           choices=choices, help=f"default: {field.default}")
+        group.add_argument(
+            flag,
+            dest=field.name,
+            type=str if choices else kind,
+            default=None,
+            choices=choices,
+            help=f"default: {field.default}",
+        )
 
 
 def _config_from(args: argparse.Namespace) -> Config:
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(Config)
-                 if getattr(args, f.name, None) is not None}
+    overrides = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(Config)
+        if getattr(args, f.name, None) is not None
+    }
     return Config().replace(**overrides)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="helmholtz-pinn",
-        description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).")
+        description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).",
+    )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="write a phantom dataset (.npz) from the forward solver")
     sim.add_argument("--phantom", default="four-target", help="built-in phantom name")
     sim.add_argument("--out", required=True, type=Path, help="output .npz file")
-    sim.add_argument("--noise-db", type=float, default=None,
-                     help="noise power relative to signal power, dB (e.g. -20 = 1 %%)")
+    sim.add_argument(
+        "--noise-db",
+        type=float,
+        default=None,
+        help="noise power relative to signal power, dB (e.g. -20 = 1 %%)",
+    )
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
     sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
     sim.add_argument("--components", type=int, help="drive directions (default 2)")
 
     inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
-    inv.add_argument("data", nargs="*", type=Path,
-                     help="dataset .npz (default: the built-in four-target phantom); several "
-                          "files of one grid are fitted as one batched program, each written "
-                          "to OUT/<file stem>/")
-    inv.add_argument("--slicewise", action="store_true",
-                     help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all "
-                          "slices batched; slices with an empty mask are left NaN")
-    inv.add_argument("--devices", type=_devices_arg, default="all", metavar="N|all",
-                     help="devices to use: N, or all (default: every visible device when "
-                          "the work splits - at least as many slices, files or ensemble "
-                          "members as devices, or a large problem - else one). Runs on "
-                          "more than one device write no checkpoints")
+    inv.add_argument(
+        "data",
+        nargs="*",
+        type=Path,
+        help="dataset .npz (default: the built-in four-target phantom); several "
+        "files of one grid are fitted as one batched program, each written "
+        "to OUT/<file stem>/",
+    )
+    inv.add_argument(
+        "--slicewise",
+        action="store_true",
+        help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all "
+        "slices batched; slices with an empty mask are left NaN",
+    )
+    inv.add_argument(
+        "--devices",
+        type=_devices_arg,
+        default="all",
+        metavar="N|all",
+        help="devices to use: N, or all (default: every visible device when "
+        "the work splits - at least as many slices, files or ensemble "
+        "members as devices, or a large problem - else one). Runs on "
+        "more than one device write no checkpoints",
+    )
     inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
     inv.add_argument("--seed", type=int, default=0)
     inv.add_argument("--no-progress", action="store_true", help="no progress bar")
-    inv.add_argument("--resume", action="store_true",
-                     help="continue from the newest checkpoint in OUT/checkpoints")
-    inv.add_argument("--no-checkpoints", action="store_true",
-                     help="do not write checkpoints into OUT/checkpoints")
-    inv.add_argument("--tensorboard", type=Path, metavar="DIR",
-                     help="also write TensorBoard event files into DIR (needs tensorboardX)")
-    inv.add_argument("--cache-dir", type=Path, default=None,
-                     help="persistent compilation cache (default ~/.cache/helmholtz_pinn/jax)")
+    inv.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the newest checkpoint in OUT/checkpoints",
+    )
+    inv.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        help="do not write checkpoints into OUT/checkpoints",
+    )
+    inv.add_argument(
+        "--tensorboard",
+        type=Path,
+        metavar="DIR",
+        help="also write TensorBoard event files into DIR (needs tensorboardX)",
+    )
+    inv.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="persistent compilation cache (default ~/.cache/helmholtz_pinn/jax)",
+    )
     _config_options(inv)
 
     base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
@@ -92,18 +132,30 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--out", type=Path, required=True)
 
     conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
-    conv.add_argument("inputs", nargs="+", type=Path,
-                      help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair")
+    conv.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair",
+    )
     conv.add_argument("--out", required=True, type=Path, help="output .npz file")
-    conv.add_argument("--kind", default="auto",
-                      choices=["auto", "mat", "nifti", "nifti-complex", "nifti-polar"])
+    conv.add_argument(
+        "--kind", default="auto", choices=["auto", "mat", "nifti", "nifti-complex", "nifti-polar"]
+    )
     conv.add_argument("--variable", help="MAT variable holding the wave field")
-    conv.add_argument("--axes", help="axis layout of the array, letters x y z c f t (and - "
-                      "for a length-1 axis), e.g. xyzcf or xyzt")
+    conv.add_argument(
+        "--axes",
+        help="axis layout of the array, letters x y z c f t (and - "
+        "for a length-1 axis), e.g. xyzcf or xyzt",
+    )
     conv.add_argument("--frequency", type=float, nargs="+", help="drive frequencies, Hz")
     conv.add_argument("--spacing", type=float, nargs="+", help="voxel size per axis")
-    conv.add_argument("--spacing-unit", default="m", choices=["m", "mm"],
-                      help="unit of --spacing and of spacing read from MAT files")
+    conv.add_argument(
+        "--spacing-unit",
+        default="m",
+        choices=["m", "mm"],
+        help="unit of --spacing and of spacing read from MAT files",
+    )
     return parser
 
 
@@ -138,9 +190,13 @@ def _load_or_phantom(path: Path | None, out: Path):
 def cmd_simulate(args) -> int:
     from helmholtz_pinn import data, outputs, phantoms
 
-    dataset = phantoms.simulate_phantom(args.phantom, noise_db=args.noise_db, seed=args.seed,
-                                        frequencies=args.frequencies,
-                                        components=args.components)
+    dataset = phantoms.simulate_phantom(
+        args.phantom,
+        noise_db=args.noise_db,
+        seed=args.seed,
+        frequencies=args.frequencies,
+        components=args.components,
+    )
     outputs.prepare_dir(args.out.parent)
     data.save(dataset, args.out)
     print(f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz")
@@ -157,8 +213,9 @@ def cmd_invert(args) -> int:
     if args.slicewise and len(paths) != 1:
         raise ValueError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
     if args.resume and (args.slicewise or len(paths) > 1):
-        raise ValueError("--resume works for one dataset fitted as a whole (no --slicewise, "
-                         "one DATA file)")
+        raise ValueError(
+            "--resume works for one dataset fitted as a whole (no --slicewise, one DATA file)"
+        )
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
     board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
@@ -173,16 +230,18 @@ def cmd_invert(args) -> int:
             results = batch.invert_many(datasets, cfg, **common)
             dirs = _result_dirs(args.out, paths)
         else:
-            results = [sharding.invert_parallel(datasets[0], cfg, checkpoint_dir=ckpt,
-                                                resume=args.resume, **common)]
+            results = [
+                sharding.invert_parallel(
+                    datasets[0], cfg, checkpoint_dir=ckpt, resume=args.resume, **common
+                )
+            ]
             dirs = [args.out]
         if board is not None:
             for result in results:
                 board.log_result(result)
     except train.DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
-        print(f"error: {err} (no result written; see {args.out / 'failure.json'})",
-              file=sys.stderr)
+        print(f"error: {err} (no result written; see {args.out / 'failure.json'})", file=sys.stderr)
         return EXIT_DIVERGED
     finally:
         if board is not None:
@@ -203,10 +262,15 @@ def cmd_baseline(args) -> int:
     dataset = data.load(args.data)
     t0 = time.perf_counter()
     mu = baselines.ahi(dataset, smoothing=args.smoothing, sigma=args.sigma, window=args.window)
-    facts = {"method": f"ahi/{args.smoothing}", "wall_time_s": time.perf_counter() - t0,
-             "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
-    result = Result(mu, dataset.u, dataset.mask, dataset.frequency, [], facts, Config(),
-                    dataset=dataset)
+    facts = {
+        "method": f"ahi/{args.smoothing}",
+        "wall_time_s": time.perf_counter() - t0,
+        "unit_mu": "Pa",
+        **metrics.evaluate(mu, dataset),
+    }
+    result = Result(
+        mu, dataset.u, dataset.mask, dataset.frequency, [], facts, Config(), dataset=dataset
+    )
     outputs.prepare_dir(args.out)
     result.save(args.out)
     _summary(facts, args.out)
@@ -222,18 +286,30 @@ def _summary(facts: dict, out: Path) -> None:
 def cmd_convert(args) -> int:
     from helmholtz_pinn import convert, data, outputs
 
-    dataset = convert.convert(args.inputs, kind=args.kind, variable=args.variable,
-                              axes=args.axes, frequency=args.frequency, spacing=args.spacing,
-                              spacing_unit=args.spacing_unit)
+    dataset = convert.convert(
+        args.inputs,
+        kind=args.kind,
+        variable=args.variable,
+        axes=args.axes,
+        frequency=args.frequency,
+        spacing=args.spacing,
+        spacing_unit=args.spacing_unit,
+    )
     outputs.prepare_dir(args.out.parent)
     data.save(dataset, args.out)
-    print(f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz, "
-          f"spacing {list(dataset.spacing)} m")
+    print(
+        f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz, "
+        f"spacing {list(dataset.spacing)} m"
+    )
     return 0
 
 
-COMMANDS = {"simulate": cmd_simulate, "invert": cmd_invert, "baseline": cmd_baseline,
-            "convert": cmd_convert}
+COMMANDS = {
+    "simulate": cmd_simulate,
+    "invert": cmd_invert,
+    "baseline": cmd_baseline,
+    "convert": cmd_convert,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,8 +320,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return COMMANDS[args.command](args)
-    except (DatasetError, OutputError, CheckpointError, ValueError, TypeError, OSError,
-            ImportError) as err:
+    except (
+        DatasetError,
+        OutputError,
+        CheckpointError,
+        ValueError,
+        TypeError,
+        OSError,
+        ImportError,
+    ) as err:
         if args.debug:
             raise
         print(f"error: {err}", file=sys.stderr)

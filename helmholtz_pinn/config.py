@@ -82,14 +82,29 @@ class Config:
         _choice("activation", self.activation, ACTIVATIONS)
         _choice("pde", self.pde, PDE_FORMS)
         _choice("mu_model", self.mu_model, MU_MODELS)
-        for name in ("width", "depth", "mu_width", "mu_depth", "n_features", "steps",
-                     "sync_interval", "batch_size", "plateau_patience", "checkpoint_every",
-                     "ensemble"):
+        for name in (
+            "width",
+            "depth",
+            "mu_width",
+            "mu_depth",
+            "n_features",
+            "steps",
+            "sync_interval",
+            "batch_size",
+            "plateau_patience",
+            "checkpoint_every",
+            "ensemble",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"config.{name} must be a positive integer; got {value!r}")
-        for name in ("learning_rate", "plateau_factor", "min_lr", "sigma_factor_u",
-                     "sigma_factor_mu"):
+        for name in (
+            "learning_rate",
+            "plateau_factor",
+            "min_lr",
+            "sigma_factor_u",
+            "sigma_factor_mu",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
         for name in ("sigma_u", "sigma_mu", "mu_ref"):

@@ -36,12 +36,12 @@ class Prepared:
 
 def field_of_view(dataset: Dataset) -> float:
     """L = the largest extent (n - 1) h of the grid, m."""
-    return float(max((n - 1) * h for n, h in zip(dataset.grid, dataset.spacing)))
+    return float(max((n - 1) * h for n, h in zip(dataset.grid, dataset.spacing, strict=True)))
 
 
 def grid_coordinates(dataset: Dataset, length: float) -> np.ndarray:
     """Voxel-centre coordinates x / L, shape (prod(grid), d), C order of the grid."""
-    axes = [np.arange(n) * h / length for n, h in zip(dataset.grid, dataset.spacing)]
+    axes = [np.arange(n) * h / length for n, h in zip(dataset.grid, dataset.spacing, strict=True)]
     mesh = np.meshgrid(*axes, indexing="ij")
     return np.stack([m.ravel() for m in mesh], axis=-1).astype(np.float32)
 
@@ -82,15 +82,20 @@ def prepare(dataset: Dataset, cfg: Config, *, on_device: bool = True) -> Prepare
     u_nd = np.moveaxis(u[..., mask] / u_scale[..., None], -1, 0).astype(np.complex64)
     x_grid = grid_coordinates(dataset, length)
     problem = train.Problem(
-        x_grid[mask], u_nd, np.asarray(scales.kappa, np.float32),
-        np.asarray(scales.omega_ratio, np.float32), np.asarray(int(mask.sum()), np.int32))
+        x_grid[mask],
+        u_nd,
+        np.asarray(scales.kappa, np.float32),
+        np.asarray(scales.omega_ratio, np.float32),
+        np.asarray(int(mask.sum()), np.int32),
+    )
     if on_device:
         from helmholtz_pinn.sharding import check_device_memory
 
         check_device_memory(int(mask.sum()), dataset.ndim, dataset.n_freq, dataset.n_comp)
         problem = train.Problem(*(jnp.asarray(a) for a in problem))
-    spec = train.Spec(dataset.ndim, dataset.n_freq, dataset.n_comp, float(sigma_u),
-                      float(sigma_mu), cfg)
+    spec = train.Spec(
+        dataset.ndim, dataset.n_freq, dataset.n_comp, float(sigma_u), float(sigma_mu), cfg
+    )
     return Prepared(problem, spec, scales, x_grid, u_scale)
 
 
@@ -132,8 +137,9 @@ class Result:
 
         out = outputs.prepare_dir(out)
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
-        np.savez(out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency,
-                 unit="Pa", **extra)
+        np.savez(
+            out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa", **extra
+        )
         outputs.write_json(out / "metrics.json", self.metrics)
         outputs.write_history(out / "history.csv", self.history)
         (out / "config.json").write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
@@ -182,16 +188,31 @@ def invert(
         if restored is not None:
             state, host = restored
     try:
-        state, history = train.fit(state, prep.problem, prep.spec, batched=batched, host=host,
-                                   callback=callback, on_block=ckpt, progress=progress)
+        state, history = train.fit(
+            state,
+            prep.problem,
+            prep.spec,
+            batched=batched,
+            host=host,
+            callback=callback,
+            on_block=ckpt,
+            progress=progress,
+        )
     finally:
         if ckpt is not None:
             ckpt.close()
     return build_result(dataset, cfg, prep, state, history, t0)
 
 
-def build_result(dataset: Dataset, cfg: Config, prep: Prepared, state: train.TrainState,
-                 history: list[dict], t0: float, **facts) -> Result:
+def build_result(
+    dataset: Dataset,
+    cfg: Config,
+    prep: Prepared,
+    state: train.TrainState,
+    history: list[dict],
+    t0: float,
+    **facts,
+) -> Result:
     """Evaluate a trained state on every voxel (in chunks) and convert to Pa.
 
     ``state`` holds one fit, or ``cfg.ensemble`` fits stacked on a leading axis (then
@@ -211,16 +232,33 @@ def build_result(dataset: Dataset, cfg: Config, prep: Prepared, state: train.Tra
     mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if ensemble else None
     last = history[-1] if history else {}
     run = {
-        "steps": int(np.asarray(state.step).max()), "wall_time_s": wall,
-        "device": str(jax.devices()[0]), "ensemble": cfg.ensemble,
-        "mu_ref_pa": prep.scales.mu_ref, "length_m": prep.scales.length,
-        "sigma_u": prep.spec.sigma_u, "sigma_mu": prep.spec.sigma_mu,
+        "steps": int(np.asarray(state.step).max()),
+        "wall_time_s": wall,
+        "device": str(jax.devices()[0]),
+        "ensemble": cfg.ensemble,
+        "mu_ref_pa": prep.scales.mu_ref,
+        "length_m": prep.scales.length,
+        "sigma_u": prep.spec.sigma_u,
+        "sigma_mu": prep.spec.sigma_mu,
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
-        "retries": last.get("retries", 0), "unit_mu": "Pa", **facts,
+        "retries": last.get("retries", 0),
+        "unit_mu": "Pa",
+        **facts,
     }
     run.update(metrics.evaluate(mu, dataset))
-    return Result(mu, u_fit, dataset.mask, dataset.frequency, history, run, cfg,
-                  state.params, state.consts, dataset, mu_std)
+    return Result(
+        mu,
+        u_fit,
+        dataset.mask,
+        dataset.frequency,
+        history,
+        run,
+        cfg,
+        state.params,
+        state.consts,
+        dataset,
+        mu_std,
+    )
 
 
 def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:

@@ -69,14 +69,28 @@ class Spec:
     @property
     def u_net(self) -> FourierMLP:
         c = self.cfg
-        return FourierMLP(self.ndim, 2 * self.n_freq * self.n_comp, c.width, c.depth,
-                          c.n_features, self.sigma_u, c.activation)
+        return FourierMLP(
+            self.ndim,
+            2 * self.n_freq * self.n_comp,
+            c.width,
+            c.depth,
+            c.n_features,
+            self.sigma_u,
+            c.activation,
+        )
 
     @property
     def mu_net(self) -> FourierMLP:
         c = self.cfg
-        return FourierMLP(self.ndim, physics.mu_channels(self.n_freq, c.mu_model), c.mu_width,
-                          c.mu_depth, c.n_features, self.sigma_mu, c.activation)
+        return FourierMLP(
+            self.ndim,
+            physics.mu_channels(self.n_freq, c.mu_model),
+            c.mu_width,
+            c.mu_depth,
+            c.n_features,
+            self.sigma_mu,
+            c.activation,
+        )
 
 
 def make_optimizer(cfg: Config) -> optax.GradientTransformation:
@@ -243,8 +257,12 @@ class HostState:
 
     @classmethod
     def from_json(cls, d: dict) -> HostState:
-        return cls([Plateau(**p) for p in d["plateaus"]], list(d["retries"]),
-                   list(d["history"]), float(d.get("elapsed_s", 0.0)))
+        return cls(
+            [Plateau(**p) for p in d["plateaus"]],
+            list(d["retries"]),
+            list(d["history"]),
+            float(d.get("elapsed_s", 0.0)),
+        )
 
 
 def fit(
@@ -288,13 +306,19 @@ def fit(
         best = np.array([p.best for p in host.plateaus])
         bad = ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
         if bad.any():
-            _roll_back(host, np.flatnonzero(bad), int(np.asarray(good.step).max()), mean, bar,
-                       cfg.max_retries)
+            _roll_back(
+                host,
+                np.flatnonzero(bad),
+                int(np.asarray(good.step).max()),
+                mean,
+                bar,
+                cfg.max_retries,
+            )
             state = _with_rates(good, host, batched)
             continue
         step = int(np.asarray(new.step).max())
         if step > cfg.pde_warmup:
-            for p, loss in zip(host.plateaus, mean[:, 0]):
+            for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
                 if not p.stopped:
                     p.update(float(loss), cfg)
         good = state = _with_rates(new, host, batched)
@@ -302,8 +326,11 @@ def fit(
         record = _record(step, host, mean, losses[:, -1], batched is not None)
         host.history.append(record)
         bar.update(cfg.sync_interval)
-        bar.set_postfix(loss=f"{mean[:, 0].max():.3e}", pde=f"{mean[:, 2].max():.2e}",
-                        lr=f"{host.plateaus[0].lr:.1e}")
+        bar.set_postfix(
+            loss=f"{mean[:, 0].max():.3e}",
+            pde=f"{mean[:, 2].max():.2e}",
+            lr=f"{host.plateaus[0].lr:.1e}",
+        )
         if on_block is not None:
             on_block(state, host)
         if callback is not None and callback(record):
@@ -317,8 +344,9 @@ def _with_rates(state: TrainState, host: HostState, batched: str | None) -> Trai
     return set_learning_rate(state, rates if batched is not None else rates[0])
 
 
-def _roll_back(host: HostState, bad: np.ndarray, step: int, mean: np.ndarray, bar,
-               max_retries: int) -> None:
+def _roll_back(
+    host: HostState, bad: np.ndarray, step: int, mean: np.ndarray, bar, max_retries: int
+) -> None:
     """Halve the rate of diverged members, or raise once one has used its retries."""
     for i in bad:
         if host.retries[i] >= max_retries:
@@ -327,7 +355,8 @@ def _roll_back(host: HostState, bad: np.ndarray, step: int, mean: np.ndarray, ba
             raise DivergenceError(
                 f"loss diverged at step {step}{who} ({mean[i, 0]:.3g}) after "
                 f"{host.retries[i]} roll-backs; try a smaller --learning-rate than "
-                f"{host.plateaus[i].lr:.2g}")
+                f"{host.plateaus[i].lr:.2g}"
+            )
         host.retries[i] += 1
         host.plateaus[i].lr *= 0.5
 
@@ -337,11 +366,14 @@ def _record(step: int, host: HostState, mean, last, batched: bool) -> dict:
         return [float(v) for v in column] if batched else float(column[0])
 
     rates = host.rates()
-    return {"step": step, "time_s": host.elapsed_s,
-            "lr": [float(r) for r in rates] if batched else float(rates[0]),
-            **{n: value(mean[:, k]) for k, n in enumerate(LOSS_NAMES)},
-            **{f"last_{n}": value(last[:, k]) for k, n in enumerate(LOSS_NAMES)},
-            "retries": host.retries if batched else host.retries[0]}
+    return {
+        "step": step,
+        "time_s": host.elapsed_s,
+        "lr": [float(r) for r in rates] if batched else float(rates[0]),
+        **{n: value(mean[:, k]) for k, n in enumerate(LOSS_NAMES)},
+        **{f"last_{n}": value(last[:, k]) for k, n in enumerate(LOSS_NAMES)},
+        "retries": host.retries if batched else host.retries[0],
+    }
 
 
 def stack_trees(trees: list) -> Any:
@@ -364,14 +396,19 @@ def _progress_bar(total: int, enabled: bool):
     return tqdm(total=total, disable=not enabled, unit="step", dynamic_ncols=True)
 
 
-def predict(state: TrainState, spec: Spec, x: np.ndarray, omega_ratio: np.ndarray,
-            chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+def predict(
+    state: TrainState, spec: Spec, x: np.ndarray, omega_ratio: np.ndarray, chunk: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
     """u' (N, F, C) and mu' (N, F) at points x (N, d), evaluated in chunks of ``chunk``."""
     fn = _predict_fn(spec)
-    parts = [fn(state.params, state.consts, jnp.asarray(x[i:i + chunk]),
-                jnp.asarray(omega_ratio)) for i in range(0, len(x), chunk)]
-    return (np.concatenate([np.asarray(p[0]) for p in parts]),
-            np.concatenate([np.asarray(p[1]) for p in parts]))
+    parts = [
+        fn(state.params, state.consts, jnp.asarray(x[i : i + chunk]), jnp.asarray(omega_ratio))
+        for i in range(0, len(x), chunk)
+    ]
+    return (
+        np.concatenate([np.asarray(p[0]) for p in parts]),
+        np.concatenate([np.asarray(p[1]) for p in parts]),
+    )
 
 
 @functools.lru_cache(maxsize=32)
@@ -380,8 +417,9 @@ def _predict_fn(spec: Spec):
         vu = {"params": params["u"], "constants": consts["u"]}
         vmu = {"params": params["mu"], "constants": consts["mu"]}
         u = physics.u_complex(spec.u_net.apply(vu, x)[0], spec.n_freq, spec.n_comp)
-        mu, _ = physics.mu_complex(spec.mu_net.apply(vmu, x)[0], None, omega_ratio,
-                                   spec.cfg.mu_model)
+        mu, _ = physics.mu_complex(
+            spec.mu_net.apply(vmu, x)[0], None, omega_ratio, spec.cfg.mu_model
+        )
         return u, mu
 
     return jax.jit(fn)

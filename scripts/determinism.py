@@ -16,9 +16,16 @@ def main() -> None:
     runs = [inversion.invert(ds, steps=2000, seed=s, progress=False).mu for s in (0, 0, 1)]
     same = np.abs(runs[0] - runs[1]).max() / np.abs(runs[0]).max()
     other = np.abs(runs[0] - runs[2]).max() / np.abs(runs[0]).max()
-    print(json.dumps({"device": str(jax.devices()[0]), "same_seed_bitwise": bool(same == 0),
-                      "same_seed_max_rel_diff": float(same),
-                      "other_seed_max_rel_diff": float(other)}))
+    print(
+        json.dumps(
+            {
+                "device": str(jax.devices()[0]),
+                "same_seed_bitwise": bool(same == 0),
+                "same_seed_max_rel_diff": float(same),
+                "other_seed_max_rel_diff": float(other),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -10,14 +10,36 @@ import time
 import numpy as np
 import pytest
 
-TINY = ["--steps", "40", "--sync-interval", "10", "--width", "16", "--depth", "2",
-        "--mu-width", "8", "--mu-depth", "1", "--n-features", "8", "--batch-size", "128",
-        "--pde-warmup", "10", "--no-progress"]
+TINY = [
+    "--steps",
+    "40",
+    "--sync-interval",
+    "10",
+    "--width",
+    "16",
+    "--depth",
+    "2",
+    "--mu-width",
+    "8",
+    "--mu-depth",
+    "1",
+    "--n-features",
+    "8",
+    "--batch-size",
+    "128",
+    "--pde-warmup",
+    "10",
+    "--no-progress",
+]
 
 
 def cli(*args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "helmholtz_pinn.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "helmholtz_pinn.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
     return proc
@@ -26,8 +48,22 @@ def cli(*args, check=True):
 @pytest.fixture(scope="module")
 def phantom(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "homog.npz"
-    cli("simulate", "--phantom", "homogeneous", "--out", path, "--frequencies", "60", "80",
-        "--components", "1", "--noise-db", "-30", "--seed", "3")
+    cli(
+        "simulate",
+        "--phantom",
+        "homogeneous",
+        "--out",
+        path,
+        "--frequencies",
+        "60",
+        "80",
+        "--components",
+        "1",
+        "--noise-db",
+        "-30",
+        "--seed",
+        "3",
+    )
     return path
 
 
@@ -55,18 +91,24 @@ def test_simulate_invert_baseline_write_documented_files(phantom, tmp_path):
     assert json.loads((base / "metrics.json").read_text())["median_rel_error_storage"] < 0.1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["invert", "missing.npz"], "no such file"),
-    (["simulate", "--phantom", "nope", "--out", "x.npz"], "nope"),
-    (["invert", "{bad}", "--steps", "10"], "u must be complex"),
-    (["invert", "{phantom}", "--learning-rate", "-1"], "learning_rate"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["invert", "missing.npz"], "no such file"),
+        (["simulate", "--phantom", "nope", "--out", "x.npz"], "nope"),
+        (["invert", "{bad}", "--steps", "10"], "u must be complex"),
+        (["invert", "{phantom}", "--learning-rate", "-1"], "learning_rate"),
+    ],
+)
 def test_bad_input_gives_one_line_error_and_exit_2(args, message, phantom, tmp_path):
     bad = tmp_path / "bad.npz"
     np.savez(bad, u=np.ones((1, 1, 8, 8)), frequency=[60.0], spacing=[1e-3, 1e-3])
     args = [a.format(bad=bad, phantom=phantom) for a in args]
-    proc = cli(*args, "--out" if args[0] == "invert" else "", tmp_path / "o", check=False) \
-        if args[0] == "invert" else cli(*args, check=False)
+    proc = (
+        cli(*args, "--out" if args[0] == "invert" else "", tmp_path / "o", check=False)
+        if args[0] == "invert"
+        else cli(*args, check=False)
+    )
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -83,12 +125,31 @@ def test_unwritable_output_folder_is_reported(phantom, tmp_path):
 def test_killed_run_resumes_to_the_same_modulus(phantom, tmp_path):
     """SIGKILL mid-run, --resume, and the result equals an uninterrupted run bit for bit
     (CPU: the restored state, step counter, key and host schedule are exact)."""
-    args = [*TINY[:-1], "--steps", "200", "--sync-interval", "5", "--checkpoint-every", "2",
-            "--no-progress"]
+    args = [
+        *TINY[:-1],
+        "--steps",
+        "200",
+        "--sync-interval",
+        "5",
+        "--checkpoint-every",
+        "2",
+        "--no-progress",
+    ]
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "helmholtz_pinn.cli", "invert", str(phantom),
-                             "--out", str(killed), *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "helmholtz_pinn.cli",
+            "invert",
+            str(phantom),
+            "--out",
+            str(killed),
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     ckpts = killed / "checkpoints"
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
@@ -106,7 +167,9 @@ def test_killed_run_resumes_to_the_same_modulus(phantom, tmp_path):
     a, b = np.load(killed / "mu.npz")["mu"], np.load(whole / "mu.npz")["mu"]
     np.testing.assert_array_equal(a, b)
     steps = [line.split(",")[0] for line in (killed / "history.csv").read_text().splitlines()]
-    assert steps == [line.split(",")[0] for line in (whole / "history.csv").read_text().splitlines()]
+    assert steps == [
+        line.split(",")[0] for line in (whole / "history.csv").read_text().splitlines()
+    ]
 
 
 def test_diverged_run_writes_only_a_report(phantom, tmp_path):

@@ -11,8 +11,9 @@ from helmholtz_pinn.model import FourierMLP, split_jet
 @pytest.mark.parametrize("d", [2, 3])
 def test_forward_laplacian_equals_hessian_trace(activation, d):
     with jax.enable_x64(True):
-        net = FourierMLP(n_in=d, n_out=3, width=24, depth=3, n_features=16, sigma=2.0,
-                         activation=activation)
+        net = FourierMLP(
+            n_in=d, n_out=3, width=24, depth=3, n_features=16, sigma=2.0, activation=activation
+        )
         x = jax.random.uniform(jax.random.key(1), (7, d), dtype=jnp.float64)
         variables = net.init(jax.random.key(0), x)
         variables = jax.tree.map(lambda a: a.astype(jnp.float64), variables)

@@ -26,7 +26,9 @@ def test_plane_wave_has_zero_residual(form):
     scales = physics.make_scales(freqs, length, mu_ref, 1000.0)
     x = np.random.default_rng(0).uniform(size=(50, 2))
     dirs = [(0.6, 0.8), (1.0, 0.0)]
-    fields = [[_plane_wave(m, f, length, x, d) for d in dirs] for m, f in zip(mu_pa, freqs)]
+    fields = [
+        [_plane_wave(m, f, length, x, d) for d in dirs] for m, f in zip(mu_pa, freqs, strict=True)
+    ]
     u = np.stack([np.stack([c[0] for c in fc], -1) for fc in fields], 1)  # (N, F, C)
     grad = np.stack([np.stack([c[1] for c in fc], -1) for fc in fields], 2)  # (d, N, F, C)
     lap = np.stack([np.stack([c[2] for c in fc], -1) for fc in fields], 1)
@@ -45,6 +47,7 @@ def test_plane_wave_has_zero_residual(form):
 def test_hetero_residual_is_div_mu_grad_u():
     """(mu Lap u + grad mu . grad u) equals div(mu grad u) by autodiff for smooth fields."""
     with jax.enable_x64(True):
+
         def u_fn(p):
             return jnp.sin(3 * p[0]) * jnp.exp(1j * 2 * p[1])
 
@@ -54,7 +57,8 @@ def test_hetero_residual_is_div_mu_grad_u():
         def flux_div(p):
             def flux(q):
                 gr = jax.jacfwd(lambda z: u_fn(z).real)(q) + 1j * jax.jacfwd(
-                    lambda z: u_fn(z).imag)(q)
+                    lambda z: u_fn(z).imag
+                )(q)
                 return mu_fn(q) * gr
 
             jr = jax.jacfwd(lambda q: flux(q).real)(p)

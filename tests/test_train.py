@@ -9,8 +9,18 @@ from helmholtz_pinn import inversion, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 
-SMALL = dict(width=16, depth=2, mu_width=8, mu_depth=1, n_features=8, batch_size=64,
-             sync_interval=5, steps=10, pde_warmup=3, mu_ref=3000.0)
+SMALL = dict(
+    width=16,
+    depth=2,
+    mu_width=8,
+    mu_depth=1,
+    n_features=8,
+    batch_size=64,
+    sync_interval=5,
+    steps=10,
+    pde_warmup=3,
+    mu_ref=3000.0,
+)
 
 
 def plane_wave_dataset(n=16, h=1e-3, freqs=(60.0, 90.0), g=3000.0, eta=1.0):
@@ -20,11 +30,16 @@ def plane_wave_dataset(n=16, h=1e-3, freqs=(60.0, 90.0), g=3000.0, eta=1.0):
     x = np.arange(n)[:, None] * h
     y = np.arange(n)[None, :] * h
     u = []
-    for f, m in zip(freqs, mu):
+    for f, m in zip(freqs, mu, strict=True):
         k = np.sqrt(1000 * (2 * np.pi * f) ** 2 / m)
         u.append([np.exp(1j * k * (0.8 * x + 0.6 * y)), np.exp(1j * k * (-0.6 * x + 0.8 * y))])
-    return Dataset(u=np.array(u), frequency=freqs, spacing=np.array([h, h]),
-                   mask=np.ones((n, n), bool), mu=mu[:, None, None] * np.ones((1, n, n)))
+    return Dataset(
+        u=np.array(u),
+        frequency=freqs,
+        spacing=np.array([h, h]),
+        mask=np.ones((n, n), bool),
+        mu=mu[:, None, None] * np.ones((1, n, n)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +59,7 @@ def test_scan_block_equals_single_steps(pde):
         single.append(loss)
     assert int(blocked.step) == int(state.step) == 5
     np.testing.assert_allclose(np.asarray(losses), np.stack(single), rtol=1e-5)
-    for a, b in zip(jax.tree.leaves(blocked.params), jax.tree.leaves(state.params)):
+    for a, b in zip(jax.tree.leaves(blocked.params), jax.tree.leaves(state.params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     # the weights moved: the comparison is not between two untouched states
     moved = jax.tree.map(lambda a, b: jnp.max(jnp.abs(a - b)), blocked.params, state0.params)
@@ -102,8 +117,9 @@ def _poisoned(monkeypatch, bad_calls):
 def test_divergence_rolls_back_and_lowers_the_rate(monkeypatch, prepared):
     calls = _poisoned(monkeypatch, bad_calls=1)
     cfg = prepared.spec.cfg
-    state, history = train.fit(train.init_state(prepared.spec, 0), prepared.problem,
-                               prepared.spec, progress=False)
+    state, history = train.fit(
+        train.init_state(prepared.spec, 0), prepared.problem, prepared.spec, progress=False
+    )
     assert int(state.step) == cfg.steps and len(history) == cfg.steps // cfg.sync_interval
     assert calls["lr"][:2] == pytest.approx([cfg.learning_rate, cfg.learning_rate / 2])
     assert history[-1]["retries"] == 1
@@ -112,8 +128,9 @@ def test_divergence_rolls_back_and_lowers_the_rate(monkeypatch, prepared):
 def test_persistent_divergence_raises(monkeypatch, prepared):
     _poisoned(monkeypatch, bad_calls=100)
     with pytest.raises(train.DivergenceError, match="diverged at step 0"):
-        train.fit(train.init_state(prepared.spec, 0), prepared.problem, prepared.spec,
-                  progress=False)
+        train.fit(
+            train.init_state(prepared.spec, 0), prepared.problem, prepared.spec, progress=False
+        )
 
 
 def test_callback_stops_early(prepared):
@@ -123,8 +140,13 @@ def test_callback_stops_early(prepared):
         seen.append(record["step"])
         return True
 
-    state, history = train.fit(train.init_state(prepared.spec, 0), prepared.problem,
-                               prepared.spec, callback=stop, progress=False)
+    state, history = train.fit(
+        train.init_state(prepared.spec, 0),
+        prepared.problem,
+        prepared.spec,
+        callback=stop,
+        progress=False,
+    )
     assert seen == [5] and len(history) == 1 and int(state.step) == 5
 
 
@@ -144,10 +166,15 @@ def test_plateau_lowers_rate_after_patience():
 def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepared):
     """vmapped members started from the same state stay identical (std 0); seeds differ."""
     s0 = train.init_state(prepared.spec, 0)
-    same, _ = train.fit(train.stack_trees([s0, s0]), prepared.problem, prepared.spec,
-                        batched="shared", progress=False)
+    same, _ = train.fit(
+        train.stack_trees([s0, s0]),
+        prepared.problem,
+        prepared.spec,
+        batched="shared",
+        progress=False,
+    )
     a, b = train.unstack_tree(same, 2)
-    for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params)):
+    for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         np.testing.assert_array_equal(x, y)
     res = inversion.invert(plane_wave_dataset(), Config(**SMALL, ensemble=3), progress=False)
     assert res.mu_std.shape == res.mu.shape
