@@ -245,24 +245,17 @@ def invert_slicewise(
         mu[..., k], u_fit[..., k] = r.mu, r.u_fit
         if mu_std is not None:
             mu_std[..., k] = r.mu_std
-    last = history[-1] if history else {}
-    facts = {
-        "steps": int(np.asarray(state.step).max()),
-        "wall_time_s": time.perf_counter() - t0,
-        "device": str(jax.devices()[0]),
-        "devices": n_dev,
-        "mode": "slicewise",
-        "ensemble": ens,
-        "slices_fitted": keep,
-        "slices_skipped": [k for k in range(dataset.grid[2]) if k not in keep],
-        "mu_ref_pa": preps[0].scales.mu_ref,
-        "length_m": preps[0].scales.length,
-        "sigma_u": preps[0].spec.sigma_u,
-        "sigma_mu": preps[0].spec.sigma_mu,
-        **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
-        "retries": last.get("retries", 0),
-        "unit_mu": "Pa",
-    }
+    facts = inversion.run_facts(
+        preps[0],
+        cfg,
+        state,
+        history,
+        time.perf_counter() - t0,
+        devices=n_dev,
+        mode="slicewise",
+        slices_fitted=keep,
+        slices_skipped=[k for k in range(dataset.grid[2]) if k not in keep],
+    )
     facts.update(metrics.evaluate(mu, dataset))
     return Result(
         mu,

@@ -204,6 +204,33 @@ def invert(
     return build_result(dataset, cfg, prep, state, history, t0)
 
 
+def run_facts(
+    prep: Prepared,
+    cfg: Config,
+    state: train.TrainState,
+    history: list[dict],
+    wall_s: float,
+    **extra,
+) -> dict:
+    """The run facts of ``metrics.json``: steps, wall time (s), device, scales, final
+    losses (nondimensional), retries; ``extra`` adds or overrides entries."""
+    last = history[-1] if history else {}
+    return {
+        "steps": int(np.asarray(state.step).max()),
+        "wall_time_s": wall_s,
+        "device": str(jax.devices()[0]),
+        "ensemble": cfg.ensemble,
+        "mu_ref_pa": prep.scales.mu_ref,
+        "length_m": prep.scales.length,
+        "sigma_u": prep.spec.sigma_u,
+        "sigma_mu": prep.spec.sigma_mu,
+        **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
+        "retries": last.get("retries", 0),
+        "unit_mu": "Pa",
+        **extra,
+    }
+
+
 def build_result(
     dataset: Dataset,
     cfg: Config,
@@ -230,21 +257,7 @@ def build_result(
     u_fit *= prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
     mu = mus.mean(axis=0)
     mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if ensemble else None
-    last = history[-1] if history else {}
-    run = {
-        "steps": int(np.asarray(state.step).max()),
-        "wall_time_s": wall,
-        "device": str(jax.devices()[0]),
-        "ensemble": cfg.ensemble,
-        "mu_ref_pa": prep.scales.mu_ref,
-        "length_m": prep.scales.length,
-        "sigma_u": prep.spec.sigma_u,
-        "sigma_mu": prep.spec.sigma_mu,
-        **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
-        "retries": last.get("retries", 0),
-        "unit_mu": "Pa",
-        **facts,
-    }
+    run = run_facts(prep, cfg, state, history, wall, **facts)
     run.update(metrics.evaluate(mu, dataset))
     return Result(
         mu,

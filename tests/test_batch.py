@@ -9,24 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from settings import SMALL
 
 from helmholtz_pinn import batch, inversion, physics, sharding, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.model import FourierMLP, apply_jet
 
-SMALL = dict(
-    width=16,
-    depth=2,
-    mu_width=8,
-    mu_depth=1,
-    n_features=8,
-    batch_size=64,
-    sync_interval=5,
-    steps=10,
-    pde_warmup=3,
-    mu_ref=3000.0,
-)
 N, H, FREQS = 12, 1.5e-3, (60.0, 90.0)
 RTOL = 2e-5
 

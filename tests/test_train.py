@@ -4,23 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from settings import SMALL
 
 from helmholtz_pinn import inversion, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
-
-SMALL = dict(
-    width=16,
-    depth=2,
-    mu_width=8,
-    mu_depth=1,
-    n_features=8,
-    batch_size=64,
-    sync_interval=5,
-    steps=10,
-    pde_warmup=3,
-    mu_ref=3000.0,
-)
 
 
 def plane_wave_dataset(n=16, h=1e-3, freqs=(60.0, 90.0), g=3000.0, eta=1.0):
