@@ -77,7 +77,7 @@ def test_joint_voigt_fit_recovers_storage_and_viscosity(phantom):
     """Observed with FIT (seeds 0-4, pde="helmholtz"): median G' 2970-2985 Pa (<= 1.0 %
     off), median error of G' 0.8-2.0 %, median eta 0.974-0.998 Pa s (<= 2.6 % off); the
     two frequencies' eta maps agree to ~1.5e-7 of their maximum (float32 rounding). At
-    1000 steps the median error reached 3.5 %. Tolerances: G' 4 %, its median error 5 %,
+    1000 steps the median error reached 3.5 %. Tolerances: G' 3 %, its median error 3 %,
     eta 10 %, tie 1e-5."""
     res = inversion.invert(phantom, progress=False, pde="helmholtz", mu_model="voigt", **FIT)
     assert res.mu.shape == (len(FREQS), *GRID) and np.iscomplexobj(res.mu)
@@ -87,8 +87,10 @@ def test_joint_voigt_fit_recovers_storage_and_viscosity(phantom):
     np.testing.assert_array_equal(res.mu.real[0], res.mu.real[1])
     np.testing.assert_allclose(eta[0], eta[1], rtol=0, atol=1e-5 * np.max(np.abs(eta)))
     assert np.median(eta) == pytest.approx(ETA, rel=0.10)
-    assert np.median(res.mu.real) == pytest.approx(STORAGE, rel=0.04)
-    assert res.metrics["median_rel_error_storage"] < 0.05
+    # the foundation issue's criterion: the homogeneous phantom's storage modulus within
+    # 3 % (median) in a short CPU fit (observed 1.0 % at most over seeds 0-4)
+    assert np.median(res.mu.real) == pytest.approx(STORAGE, rel=0.03)
+    assert res.metrics["median_rel_error_storage"] < 0.03
 
 
 def test_per_frequency_fit_gives_one_map_per_frequency(phantom):
