@@ -187,8 +187,20 @@ def _load_or_phantom(path: Path | None, out: Path):
     return dataset
 
 
+def _write_dataset(dataset, out: Path) -> None:
+    """Save a dataset .npz (creating its folder) and say what was written."""
+    from helmholtz_pinn import data, outputs
+
+    outputs.prepare_dir(out.parent)
+    data.save(dataset, out)
+    print(
+        f"wrote {out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz, "
+        f"spacing {list(dataset.spacing)} m"
+    )
+
+
 def cmd_simulate(args) -> int:
-    from helmholtz_pinn import data, outputs, phantoms
+    from helmholtz_pinn import phantoms
 
     dataset = phantoms.simulate_phantom(
         args.phantom,
@@ -197,9 +209,7 @@ def cmd_simulate(args) -> int:
         frequencies=args.frequencies,
         components=args.components,
     )
-    outputs.prepare_dir(args.out.parent)
-    data.save(dataset, args.out)
-    print(f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz")
+    _write_dataset(dataset, args.out)
     return 0
 
 
@@ -284,7 +294,7 @@ def _summary(facts: dict, out: Path) -> None:
 
 
 def cmd_convert(args) -> int:
-    from helmholtz_pinn import convert, data, outputs
+    from helmholtz_pinn import convert
 
     dataset = convert.convert(
         args.inputs,
@@ -295,12 +305,7 @@ def cmd_convert(args) -> int:
         spacing=args.spacing,
         spacing_unit=args.spacing_unit,
     )
-    outputs.prepare_dir(args.out.parent)
-    data.save(dataset, args.out)
-    print(
-        f"wrote {args.out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz, "
-        f"spacing {list(dataset.spacing)} m"
-    )
+    _write_dataset(dataset, args.out)
     return 0
 
 
