@@ -89,15 +89,10 @@ def _check_compatible(datasets: Sequence[Dataset]) -> None:
             )
 
 
-def _member_history(history: list[dict], rows: slice | int) -> list[dict]:
-    """The records of member(s) ``rows`` from a batched history (scalars stay)."""
-
-    def pick(v):
-        if not isinstance(v, list):
-            return v
-        return v[rows] if isinstance(rows, int) else list(v[rows])
-
-    return [{k: pick(v) for k, v in r.items()} for r in history]
+def _member(state: train.TrainState, i: int, ensemble: int):
+    """(rows, state) of dataset i's member(s) in a stacked state (E = ``ensemble`` each)."""
+    rows = i if ensemble == 1 else slice(i * ensemble, (i + 1) * ensemble)
+    return rows, jax.tree.map(lambda a: a[rows], state)
 
 
 def _fit_many(
@@ -165,15 +160,14 @@ def invert_many(
     ens = cfg.ensemble
     results = []
     for i, (dataset, prep) in enumerate(zip(datasets, preps, strict=True)):
-        rows = i if ens == 1 else slice(i * ens, (i + 1) * ens)
-        member = jax.tree.map(lambda a, r=rows: a[r], state)
+        rows, member = _member(state, i, ens)
         results.append(
             inversion.build_result(
                 dataset,
                 cfg,
                 prep,
                 member,
-                _member_history(history, rows),
+                [train.member_record(r, rows) for r in history],
                 t0,
                 batch_members=len(datasets),
                 batch_index=i,
@@ -239,8 +233,7 @@ def invert_slicewise(
     mu_std = mu.copy() if ens > 1 else None
     u_fit = np.full(dataset.u.shape, np.nan + 0j)
     for i, (sl, prep, k) in enumerate(zip(slices, preps, keep, strict=True)):
-        rows = i if ens == 1 else slice(i * ens, (i + 1) * ens)
-        member = jax.tree.map(lambda a, r=rows: a[r], state)
+        _, member = _member(state, i, ens)
         r = inversion.build_result(sl, cfg, prep, member, [], t0)
         mu[..., k], u_fit[..., k] = r.mu, r.u_fit
         if mu_std is not None:

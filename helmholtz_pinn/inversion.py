@@ -175,10 +175,8 @@ def invert(
     cfg = (config or Config()).replace(**overrides)
     t0 = time.perf_counter()
     prep = prepare(dataset, cfg)
-    seeds = range(cfg.seed, cfg.seed + cfg.ensemble)
-    states = [train.init_state(prep.spec, s) for s in seeds]
+    state = train.init_members(prep.spec, cfg.seed, cfg.ensemble)
     batched = None if cfg.ensemble == 1 else "shared"
-    state = states[0] if batched is None else train.stack_trees(states)
     host, ckpt = None, None
     if checkpoint_dir is not None:
         from helmholtz_pinn.checkpoint import Checkpointer

@@ -237,9 +237,7 @@ def make_member_block(spec: train.Spec, n_steps: int, batched: str, mesh: Mesh):
     template = jax.eval_shape(lambda: train.init_state(spec, 0))
     state_sh = member_state_sharding(template, mesh)
     problem_sh = NamedSharding(mesh, P(AXIS) if batched == "stacked" else P())
-    block = jax.vmap(
-        train.block_fn(spec, n_steps), in_axes=(0, 0 if batched == "stacked" else None)
-    )
+    block = train.block_fn(spec, n_steps, batched)
     return jax.jit(
         block,
         in_shardings=(state_sh, problem_sh),
@@ -279,7 +277,7 @@ def fit_members(
 
 def trim_record(record: dict, members: int) -> dict:
     """A batched history record with its per-member lists cut to the first ``members``."""
-    return {k: v[:members] if isinstance(v, list) else v for k, v in record.items()}
+    return train.member_record(record, slice(0, members))
 
 
 # --- data parallel: one problem, voxels split across devices ------------------------
@@ -459,8 +457,7 @@ def invert_parallel(
     mesh = make_mesh(chosen)
     kwargs = dict(progress=progress, callback=callback)
     if cfg.ensemble > 1:
-        seeds = range(cfg.seed, cfg.seed + cfg.ensemble)
-        state = train.stack_trees([train.init_state(prep.spec, s) for s in seeds])
+        state = train.init_members(prep.spec, cfg.seed, cfg.ensemble)
         state, history = fit_members(
             state, prep.problem, prep.spec, mesh, batched="shared", **kwargs
         )

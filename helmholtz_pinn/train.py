@@ -110,6 +110,14 @@ def init_state(spec: Spec, seed: int) -> TrainState:
     return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
 
 
+def init_members(spec: Spec, seed: int, ensemble: int) -> TrainState:
+    """One state (``ensemble`` 1), or ``ensemble`` states of seeds seed, seed + 1, ...
+    stacked on a leading member axis."""
+    if ensemble == 1:
+        return init_state(spec, seed)
+    return stack_trees([init_state(spec, seed + e) for e in range(ensemble)])
+
+
 def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.Array):
     """u' (N, F, C), Lap u', grad u' (hetero only), mu' (N, F) and grad mu' at points x (N, d).
 
@@ -175,29 +183,29 @@ def train_step(state: TrainState, problem: Problem, spec: Spec) -> tuple[TrainSt
     return new, jnp.stack([loss, data, pde])
 
 
-def block_fn(spec: Spec, n_steps: int) -> Callable:
-    """``(state, problem) -> (state, losses (n_steps, 3))``: n_steps steps in one scan."""
-
-    def block(state: TrainState, problem: Problem):
-        return jax.lax.scan(lambda s, _: train_step(s, problem, spec), state, None, n_steps)
-
-    return block
-
-
-@functools.lru_cache(maxsize=32)
-def make_block(spec: Spec, n_steps: int, batched: str | None = None) -> Callable:
-    """The jitted block, cached per (spec, n_steps, batched): refits never recompile.
+def block_fn(spec: Spec, n_steps: int, batched: str | None = None) -> Callable:
+    """``(state, problem) -> (state, losses (n_steps, 3))``: n_steps steps in one scan.
 
     ``batched``: None for one fit; "stacked" vmaps over states and problems with a
     leading member axis (independent slices); "shared" vmaps over states only (an
     ensemble of seeds on one problem).
     """
-    block = block_fn(spec, n_steps)
-    if batched is not None:
-        if batched not in ("stacked", "shared"):
-            raise ValueError(f"batched must be None, 'stacked' or 'shared'; got {batched!r}")
-        block = jax.vmap(block, in_axes=(0, 0 if batched == "stacked" else None))
-    return jax.jit(block)
+
+    def block(state: TrainState, problem: Problem):
+        return jax.lax.scan(lambda s, _: train_step(s, problem, spec), state, None, n_steps)
+
+    if batched is None:
+        return block
+    if batched not in ("stacked", "shared"):
+        raise ValueError(f"batched must be None, 'stacked' or 'shared'; got {batched!r}")
+    return jax.vmap(block, in_axes=(0, 0 if batched == "stacked" else None))
+
+
+@functools.lru_cache(maxsize=32)
+def make_block(spec: Spec, n_steps: int, batched: str | None = None) -> Callable:
+    """The jitted :func:`block_fn`, cached per (spec, n_steps, batched): refits never
+    recompile."""
+    return jax.jit(block_fn(spec, n_steps, batched))
 
 
 def set_learning_rate(state: TrainState, lr) -> TrainState:
@@ -374,6 +382,17 @@ def _record(step: int, host: HostState, mean, last, batched: bool) -> dict:
         **{f"last_{n}": value(last[:, k]) for k, n in enumerate(LOSS_NAMES)},
         "retries": host.retries if batched else host.retries[0],
     }
+
+
+def member_record(record: dict, rows: int | slice) -> dict:
+    """A batched history record restricted to member(s) ``rows`` (scalars unchanged)."""
+
+    def pick(v):
+        if not isinstance(v, list):
+            return v
+        return v[rows] if isinstance(rows, int) else list(v[rows])
+
+    return {k: pick(v) for k, v in record.items()}
 
 
 def stack_trees(trees: list) -> Any:
