@@ -128,7 +128,7 @@ def count_ops(hlo: str) -> dict:
         ),
         None,
     )
-    counts = {"hlo_instructions": 0, "fusions": 0, "kernels": 0}
+    counts = {"hlo_instructions": 0, "fusions": 0, "kernels": 0, "inventory": {}}
     free = {"parameter", "get-tuple-element", "tuple", "bitcast", "constant", "call"}
 
     def visit(comp):
@@ -137,12 +137,26 @@ def count_ops(hlo: str) -> dict:
             counts["hlo_instructions"] += 1
             counts["fusions"] += op == "fusion"
             counts["kernels"] += op not in free
+            if op not in free:
+                kind = _kernel_kind(op, ln)
+                counts["inventory"][kind] = counts["inventory"].get(kind, 0) + 1
             if op == "call":
                 visit(re.search(r"to_apply=%?([\w.\-]+)", ln).group(1))
 
     if body:
         visit(body)
     return counts
+
+
+def _kernel_kind(op: str, line: str) -> str:
+    """A launching instruction's kind: "fusion:kLoop", "fusion:__triton_gemm",
+    "custom-call:__cublas$gemm", "copy", ... (fusion kind, or backend kind when set)."""
+    if op in ("fusion", "custom-call"):
+        backend = re.search(r'"kind":"([\w$.]+)"', line)
+        target = re.search(r'(?:kind=|custom_call_target=")([\w$.]+)', line)
+        label = backend or target
+        return f"{op}:{label.group(1)}" if label else op
+    return op
 
 
 def _opcode(line: str) -> str:
@@ -304,7 +318,11 @@ def bench_size(args, rec, n: int) -> dict:
                 jax.clear_caches()
                 _, warm = compile_block(spec, state, problem, args.scan_steps)
                 rec("compile", n, warm * 1e6, layout=name, cache="warm", auto=True)
-        rec("ops", n, layout=name, auto=auto, **count_ops(compiled.as_text()))
+        hlo = compiled.as_text()
+        if args.hlo_dir:
+            Path(args.hlo_dir).mkdir(parents=True, exist_ok=True)
+            (Path(args.hlo_dir) / f"block_{n}_{name}.hlo.txt").write_text(hlo)
+        rec("ops", n, layout=name, auto=auto, **count_ops(hlo))
         rec("memory", n, layout=name, auto=auto, bytes=memory_bytes(compiled))
         time_block(compiled, layout=name, auto=auto, precision="highest")
 
@@ -384,6 +402,10 @@ def _fmt(us) -> str:
     return f"{us:,.0f}".replace(",", " ") if us >= 100 else f"{us:.1f}"
 
 
+def _inventory(kinds: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
 DEFAULT_ROW = "JAX scan(K), library default layout"
 
 
@@ -441,10 +463,11 @@ def report(out: Path) -> str:
             )
     lines += [
         "",
-        "| N | layout | kernels | fusions | HLO instr | compile cold s | "
-        "compile warm s | memory MB |",
+        "| N | layout | kernels | fusions | HLO instr | compile cold s | compile warm s | "
+        "memory MB |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    inventory = []
     for n in sizes:
         for lay in ("stacked", "separate"):
             sel = [
@@ -464,6 +487,8 @@ def report(out: Path) -> str:
                 f"| {n} | {lay}{auto} | {ops['kernels']} | {ops['fusions']} | "
                 f"{ops['hlo_instructions']} | {comp.get('cold', 0):.1f} | {warm} | {mem} |"
             )
+            inventory.append(f"- N={n}, {lay}: " + _inventory(ops.get("inventory", {})))
+    lines += ["", "Device kernels of one step by kind (compiled while body):", ""] + inventory
     extra = [
         r
         for r in recs
@@ -514,6 +539,7 @@ def main(argv=None) -> None:
         default=None,
         help="sizes for the precision rows (default: the largest)",
     )
+    p.add_argument("--hlo-dir", default=None, help="write each compiled block's HLO text here")
     p.add_argument("--cache-dir", default=None, help="persistent cache (default OUT/jax_cache)")
     p.add_argument("--quick", action="store_true", help="CPU smoke mode: small N, few reps")
     p.add_argument("--report", action="store_true", help="only print the tables of --out")

@@ -1,6 +1,7 @@
 """The benchmark measures the same function in both frameworks, and the fast paths of the
 library (stacked networks, compilation cache) compute what the reference paths compute."""
 
+import json
 import os
 import subprocess
 import sys
@@ -183,6 +184,7 @@ def test_count_ops_reads_the_while_body():
     )
     counts = benchmark.count_ops(hlo)
     assert counts["kernels"] >= 1 and counts["hlo_instructions"] >= counts["kernels"]
+    assert sum(counts["inventory"].values()) == counts["kernels"]
 
 
 def test_compilation_cache_is_configured(tmp_path):
@@ -205,3 +207,17 @@ def test_precision_defaults_to_highest_and_follows_the_jax_setting():
     assert model.matmul_precision() in (None, jax.lax.Precision.HIGHEST)
     with jax.default_matmul_precision("tensorfloat32"):
         assert model.matmul_precision() is None  # defers to jax's setting
+
+
+def test_step_variants_compute_the_same_losses(capsys):
+    import step_variants
+
+    switches = (model.masked_jets, train.make_optimizer)
+    step_variants.main(
+        ["--sizes", "32", "--steps", "3", "--reps", "1", "--no-defaults", "--variants"]
+        + list(step_variants.VARIANTS)
+    )
+    recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["variant"] for r in recs] == list(step_variants.VARIANTS)
+    assert all(r["loss_rel_block"] < 1e-4 and r["kernels"] > 0 for r in recs)
+    assert (model.masked_jets, train.make_optimizer) == switches  # the library is restored

@@ -4,12 +4,17 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from helmholtz_pinn import model
 from helmholtz_pinn.model import FourierMLP, split_jet
 
 
+@pytest.mark.parametrize("masked", [True, False], ids=["masked", "concatenated"])
 @pytest.mark.parametrize("activation", ["tanh", "sin"])
 @pytest.mark.parametrize("d", [2, 3])
-def test_forward_laplacian_equals_hessian_trace(activation, d):
+def test_forward_laplacian_equals_hessian_trace(activation, d, masked, monkeypatch):
+    """Both forms of the jet layers (masked for small batches, concatenated rows for large
+    ones: model.masked_jets) give the Hessian trace and the Jacobian in float64."""
+    monkeypatch.setattr(model, "masked_jets", lambda stack: masked)
     with jax.enable_x64(True):
         net = FourierMLP(
             n_in=d, n_out=3, width=24, depth=3, n_features=16, sigma=2.0, activation=activation
