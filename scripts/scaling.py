@@ -405,57 +405,52 @@ def agreement(args, counts) -> list[dict]:
     cfg = base_config(args)
     rows = []
 
-    def last_losses(results):
-        return [r.history[-1]["last_loss"] for r in results]
+    def compare(case: str, run, **facts) -> None:
+        """run(devices) -> list of Results; one record per D against the 1-device run."""
+        t = time.perf_counter()
+        ref = run(1)
+        ref_s = time.perf_counter() - t
+        for d in many:
+            t = time.perf_counter()
+            out = run(d)
+            record = {
+                "what": "agreement",
+                "case": case,
+                **facts,
+                "devices": d,
+                "steps": out[0].metrics["steps"],
+                "steps_1": ref[0].metrics["steps"],
+                "wall_s": time.perf_counter() - t,
+                "wall_s_1": ref_s,
+                **relative_differences(
+                    [r.mu for r in ref],
+                    [r.mu for r in out],
+                    [r.history[-1]["last_loss"] for r in ref],
+                    [r.history[-1]["last_loss"] for r in out],
+                ),
+            }
+            if case == "volume":
+                record["parallel"] = out[0].metrics.get("parallel")
+            rows.append(emit(args, record))
 
     s = 2 * max(many)
     datasets = slice_datasets(args, s)
-    t = time.perf_counter()
-    ref = batch.invert_many(datasets, cfg, devices=1, progress=False)
-    ref_s = time.perf_counter() - t
-    for d in many:
-        t = time.perf_counter()
-        out = batch.invert_many(datasets, cfg, devices=d, progress=False)
-        record = {
-            "what": "agreement",
-            "case": "slices",
-            "members": s,
-            "grid": [args.slice_n] * 2,
-            "batch": cfg.batch_size,
-            "devices": d,
-            "steps": out[0].metrics["steps"],
-            "steps_1": ref[0].metrics["steps"],
-            "wall_s": time.perf_counter() - t,
-            "wall_s_1": ref_s,
-            **relative_differences(
-                [r.mu for r in ref], [r.mu for r in out], last_losses(ref), last_losses(out)
-            ),
-        }
-        rows.append(emit(args, record))
-
+    compare(
+        "slices",
+        lambda d: batch.invert_many(datasets, cfg, devices=d, progress=False),
+        members=s,
+        grid=[args.slice_n] * 2,
+        batch=cfg.batch_size,
+    )
     n_edge = args.agreement_volume
     ds = volume_dataset(args, n_edge)
     vcfg = cfg.replace(batch_size=n_edge**3)  # full batch: every voxel, every step
-    t = time.perf_counter()
-    ref = sharding.invert_parallel(ds, vcfg, devices=1, progress=False)
-    ref_s = time.perf_counter() - t
-    for d in many:
-        t = time.perf_counter()
-        out = sharding.invert_parallel(ds, vcfg, devices=d, progress=False)
-        record = {
-            "what": "agreement",
-            "case": "volume",
-            "grid": [n_edge] * 3,
-            "batch": vcfg.batch_size,
-            "devices": d,
-            "parallel": out.metrics.get("parallel"),
-            "steps": out.metrics["steps"],
-            "steps_1": ref.metrics["steps"],
-            "wall_s": time.perf_counter() - t,
-            "wall_s_1": ref_s,
-            **relative_differences([ref.mu], [out.mu], last_losses([ref]), last_losses([out])),
-        }
-        rows.append(emit(args, record))
+    compare(
+        "volume",
+        lambda d: [sharding.invert_parallel(ds, vcfg, devices=d, progress=False)],
+        grid=[n_edge] * 3,
+        batch=vcfg.batch_size,
+    )
     return rows
 
 
