@@ -1,5 +1,9 @@
-"""Figures: the PNGs of save_all exist and are real images; units on every colour bar."""
+"""Figures: the PNGs of save_all exist and are real images; every axis and colour bar
+states its unit; the error maps are relative to the same part of the truth; titles name
+the frequency and the z slice; batched loss histories keep one legend entry per term."""
 
+import dataclasses
+import warnings
 from types import SimpleNamespace
 
 import matplotlib
@@ -94,18 +98,98 @@ def test_save_all_3d_and_no_truth(tmp_path):
         _check_png(p)
 
 
+def _titles(fig):
+    return [ax.get_title() for ax in fig.axes if ax.get_images()]
+
+
+def _map(fig, title_start):
+    (ax,) = [ax for ax in fig.axes if ax.get_title().startswith(title_start)]
+    return np.ma.filled(ax.get_images()[0].get_array().astype(float), np.nan)
+
+
 def test_modulus_figure_units_with_truth():
     ds = _dataset(per_freq_truth=False)
     fig = figures.modulus_figure(_fake_result(ds).mu, ds, fig=Figure())
-    assert _colorbar_labels(fig) == {"kPa", "%"}
-    titles = " ".join(ax.get_title() for ax in fig.axes)
-    assert "true G'" in titles and "recovered G''" in titles and "60 Hz" in titles
+    # G' of 3-9 kPa in kPa, G'' = 2 pi 60 Hz x 1 Pa s = 377 Pa in Pa
+    assert _colorbar_labels(fig) == {
+        "G' (kPa)",
+        "G'' (Pa)",
+        "|ΔG'| / |G'_true| (%)",
+        "|ΔG''| / |G''_true| (%)",
+    }
+    assert _titles(fig)[:2] + _titles(fig)[3:5] == [
+        "true G' at 60 Hz (kPa)",
+        "recovered G' at 60 Hz (kPa)",
+        "true G'' at 60 Hz (Pa)",
+        "recovered G'' at 60 Hz (Pa)",
+    ]
+    assert fig.get_suptitle() == ""  # 2-D, frequency known: nothing more to say
+
+
+def test_error_maps_are_relative_to_the_same_part_of_the_truth():
+    """G' exact, G'' 15 % too high: the G'' panel shows 15 % (relative to |mu| it would
+    read about 1.8 % at G' = 9 kPa, G'' = 377 Pa), the G' panel 0 %."""
+    ds = _dataset(n_freq=1)
+    truth = ds.mu[0]
+    estimate = truth.real + 1.15j * truth.imag
+    fig = figures.modulus_figure(estimate, ds, fig=Figure())
+    g2 = _map(fig, "G'' error (relative to G'')")
+    np.testing.assert_allclose(np.nanmedian(g2), 15.0, rtol=1e-9)
+    np.testing.assert_allclose(g2[np.isfinite(g2)], 15.0, rtol=1e-9)  # every voxel
+    assert "median 15.0 %" in next(t for t in _titles(fig) if t.startswith("G'' error"))
+    assert np.nanmax(_map(fig, "G' error (relative to G')")) == 0.0
+    relative_to_mu = 100 * 0.15 * truth.imag / np.abs(truth)
+    assert np.median(relative_to_mu) < 5  # what the old panel showed instead
+
+
+def test_error_map_of_an_elastic_truth_is_absolute():
+    ds = _dataset(n_freq=1)
+    ds = dataclasses.replace(ds, mu=ds.mu.real + 0j)  # G''_true = 0: relative is undefined
+    fig = figures.modulus_figure(ds.mu + 20j, ds, fig=Figure())
+    g2 = _map(fig, "G'' error (absolute, true G'' = 0)")
+    np.testing.assert_allclose(g2[np.isfinite(g2)], 20.0)
+    assert "|ΔG''| (Pa)" in _colorbar_labels(fig)
+
+
+def test_3d_titles_name_the_z_slice_and_the_frequency(tmp_path):
+    ds = _dataset(grid=(10, 12, 5), n_freq=1)
+    mu = _fake_result(ds).mu
+    figs = [
+        figures.modulus_figure(mu, ds, fig=Figure()),
+        figures.comparison_figure({"PINN": mu}, ds, fig=Figure()),
+        figures.uncertainty_figure(mu, 0.05 * mu, ds, fig=Figure()),
+        figures.wave_figure(ds.u, ds.frequency, spacing=ds.spacing, fig=Figure()),
+    ]
+    for fig in figs:
+        assert fig.get_suptitle() == "z-slice 2 of 5 (counted from 0)"
+        assert all("at 60 Hz" in t for t in _titles(fig) if "error" not in t and ":" not in t)
+    assert fig.axes[0].get_images()[0].get_array().shape == (12, 10)  # x-y plane
+
+
+def test_every_map_axis_and_colour_bar_states_its_unit():
+    ds = _dataset()
+    mu = _fake_result(ds).mu
+    figs = [
+        figures.modulus_figure(mu, ds, fig=Figure()),
+        figures.modulus_figure(mu, fig=Figure()),
+        figures.comparison_figure({"PINN": mu, "AHI": mu[0] * 1.3}, ds, fig=Figure()),
+        figures.uncertainty_figure(mu, 0.05 * mu, ds, fig=Figure()),
+        figures.wave_figure(ds.u, ds.frequency, spacing=ds.spacing, fig=Figure()),
+    ]
+    for fig in figs:
+        for ax in fig.axes:
+            if ax.get_images():
+                assert ax.get_xlabel() in ("x (mm)", "x (voxel)"), ax.get_xlabel()
+                assert ax.get_ylabel() in ("y (mm)", "y (voxel)"), ax.get_ylabel()
+        labels = _colorbar_labels(fig)
+        assert labels and all(label.endswith(("(kPa)", "(Pa)", "(%)", "unit)")) for label in labels)
 
 
 def test_modulus_figure_without_dataset_reads_f_first():
     mu = np.full((3, 8, 9), 3e3 + 200j)
-    fig = figures.modulus_figure(mu, fig=Figure())
-    assert _colorbar_labels(fig) == {"kPa"}
+    fig = figures.modulus_figure(mu, frequency_index=1, fig=Figure())
+    assert _colorbar_labels(fig) == {"G' (kPa)", "G'' (Pa)"}
+    assert fig.get_suptitle() == "frequency 1 (Hz unknown without the dataset)"
     assert fig.axes[0].get_images()[0].get_array().shape == (9, 8)  # x horizontal
 
 
@@ -127,7 +211,9 @@ def test_wave_figure_layout_and_units():
     fig = figures.wave_figure(ds.u, ds.frequency, spacing=ds.spacing, fig=Figure())
     maps = [ax for ax in fig.axes if ax.get_images()]
     assert len(maps) == 2 * ds.n_freq
-    assert _colorbar_labels(fig) == {"u (data unit)", "|u| (data unit)"}
+    assert _colorbar_labels(fig) == {"Re u (data unit)", "|u| (data unit)"}
+    titles = _titles(fig)  # row-major: Re u per frequency, then |u|
+    assert titles[0] == "Re u at 60 Hz, component 0" and titles[2] == "|u| at 60 Hz, component 0"
     assert maps[0].get_xlabel() == "x (mm)"
     with pytest.raises(ValueError, match="complex"):
         figures.wave_figure(ds.u.real, ds.frequency)
@@ -136,9 +222,15 @@ def test_wave_figure_layout_and_units():
 def test_comparison_figure(tmp_path):
     ds = _dataset()
     mu = _fake_result(ds).mu
-    fig = figures.comparison_figure({"PINN": mu, "AHI": mu[0] * 1.3}, ds, fig=Figure())
-    assert _colorbar_labels(fig) == {"G' (kPa)", "error (%)"}
-    assert any("median" in ax.get_title() for ax in fig.axes)
+    fig = figures.comparison_figure({"PINN": mu, "AHI": ds.mu[0] * 1.3}, ds, fig=Figure())
+    assert _colorbar_labels(fig) == {"G' (kPa)", "|ΔG'| / |G'_true| (%)"}
+    assert _titles(fig)[:3] == [
+        "true G' at 60 Hz (kPa)",
+        "PINN: G' at 60 Hz (kPa)",
+        "AHI: G' at 60 Hz (kPa)",
+    ]
+    ahi = _map(fig, "AHI: median")
+    np.testing.assert_allclose(np.nanmedian(ahi), 30.0, rtol=1e-6)  # 1.3 x the truth
     fig.savefig(tmp_path / "c.png", dpi=80)
     _check_png(tmp_path / "c.png")
 
@@ -150,6 +242,56 @@ def test_loss_figure_is_log_scale_and_handles_empty_history():
     assert labels == ["total loss", "data loss", "PDE loss"]
     empty = figures.loss_figure([], fig=Figure())
     assert empty.axes[0].texts
+
+
+def _batched_history(members=12, blocks=20, seed=0):
+    """Records as an ensemble or slicewise run writes them: one value per member."""
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "step": 50 * (i + 1),
+            "time_s": 0.1 * i,
+            "lr": [1e-3 if i < 10 or m % 3 else 5e-4 for m in range(members)],
+            **{k: list(w / (i + 1) * (1 + rng.random(members))) for k, w in terms.items()},
+            "retries": [0] * members,
+        }
+        for i in range(blocks)
+        for terms in [{"loss": 1.0, "data": 0.6, "pde": 0.4}]
+    ]
+
+
+def test_loss_figure_of_12_members_has_one_legend_entry_per_term(tmp_path):
+    history = _batched_history(12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "constrained_layout not applied ... collapsed"
+        fig = figures.loss_figure(history, fig=Figure())
+        fig.savefig(tmp_path / "loss.png", dpi=80)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["total loss", "data loss", "PDE loss"]
+    assert "12 members" in ax.get_legend().get_title().get_text()
+    lines = ax.get_lines()
+    assert len(lines) == 3 * 12 + 3  # each member thin, one median per term
+    for term, colour in (("loss", "k"), ("data", "C0"), ("pde", "C3")):
+        (median,) = [ln for ln in lines if ln.get_label() == figures.LOSSES[term][0]]
+        thin = [ln for ln in lines if ln.get_color() == colour and ln is not median]
+        assert len(thin) == 12 and all(ln.get_linewidth() < median.get_linewidth() for ln in thin)
+        expected = np.median([h[term] for h in history], axis=1)
+        np.testing.assert_allclose(median.get_ydata(), expected)
+    assert fig.axes[1].get_ylabel() == "learning rate\n(nondimensional)"
+    assert ax.get_ylabel() == "loss (nondimensional)" and ax.get_yscale() == "log"
+
+
+def test_loss_figure_of_many_slices_and_a_diverged_member(tmp_path):
+    history = _batched_history(64)
+    for h in history[5:]:
+        h["loss"][3] = float("nan")  # a member that diverged: no gap in the others
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = figures.loss_figure(history, fig=Figure())
+        fig.savefig(tmp_path / "loss.png", dpi=80)
+    assert len(fig.axes[0].get_legend().get_texts()) == 3
+    _check_png(tmp_path / "loss.png")
 
 
 def test_pyplot_figures_for_notebooks():
@@ -169,4 +311,5 @@ def test_uncertainty_figure_for_ensembles(tmp_path):
     assert paths[-1].name == "uncertainty.png"
     _check_png(paths[-1])
     fig = figures.uncertainty_figure(result.mu, result.mu_std, ds, fig=Figure())
-    assert _colorbar_labels(fig) == {"kPa", "%"}
+    assert _colorbar_labels(fig) == {"G' (kPa)", "std of G' (Pa)", "std / |mean| (%)"}
+    assert _titles(fig)[0] == "ensemble mean G' at 60 Hz (kPa)"
