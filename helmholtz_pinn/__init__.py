@@ -1,44 +1,82 @@
 """helmholtz_pinn: physics-informed inversion of MR elastography wave fields.
 
-Data flow: data -> phantoms -> model -> physics -> train -> metrics/baselines -> cli.
-
 >>> import helmholtz_pinn as hp
 >>> data = hp.simulate("four-target", noise_db=-20)   # or hp.load("scan.npz")
 >>> result = hp.invert(data, steps=4000)             # result.mu: complex Pa
 >>> result.save("out")
+
+The public names below are imported on first use, so ``import helmholtz_pinn`` (and the
+command line's ``--help``) does not load JAX.
 """
 
-from helmholtz_pinn.baselines import ahi as baseline
-from helmholtz_pinn.batch import invert_many, invert_slicewise
-from helmholtz_pinn.config import Config
-from helmholtz_pinn.convert import convert
-from helmholtz_pinn.data import Dataset, DatasetError, load, save
-from helmholtz_pinn.inversion import Result, invert
-from helmholtz_pinn.metrics import evaluate
-from helmholtz_pinn.phantoms import PHANTOMS, make_phantom, simulate_phantom
-from helmholtz_pinn.sharding import invert_parallel
-from helmholtz_pinn.train import DivergenceError
+from __future__ import annotations
 
-simulate = simulate_phantom
+import importlib
 
-__all__ = [
-    "PHANTOMS",
-    "Config",
-    "Dataset",
-    "DatasetError",
-    "DivergenceError",
-    "Result",
-    "baseline",
-    "convert",
-    "evaluate",
-    "invert",
-    "invert_many",
-    "invert_parallel",
-    "invert_slicewise",
-    "load",
-    "make_phantom",
-    "save",
-    "simulate",
-    "simulate_phantom",
-]
+# The data flow: a module imports only modules listed before it (tests/test_layout.py).
+MODULES = (
+    "errors",
+    "config",
+    "data",
+    "scanner",
+    "phantoms",
+    "elastic",
+    "model",
+    "physics",
+    "forms",
+    "train",
+    "loop",
+    "checkpoint",
+    "layout",
+    "metrics",
+    "baselines",
+    "outputs",
+    "plots",
+    "figures",
+    "result",
+    "inversion",
+    "logs",
+    "compile_cache",
+    "cli",
+)
+
+_EXPORTS = {
+    "Config": "config",
+    "Dataset": "data",
+    "load": "data",
+    "save": "data",
+    "convert": "scanner",
+    "PHANTOMS": "phantoms",
+    "make_phantom": "phantoms",
+    "simulate_phantom": "phantoms",
+    "simulate": ("phantoms", "simulate_phantom"),
+    "Result": "result",
+    "invert": "inversion",
+    "evaluate": "metrics",
+    "baseline": ("baselines", "ahi"),
+    "HelmholtzPinnError": "errors",
+    "InputError": "errors",
+    "ConfigError": "errors",
+    "DatasetError": "errors",
+    "DeviceMemoryError": "errors",
+    "CheckpointError": "errors",
+    "OutputError": "errors",
+    "DivergenceError": "errors",
+}
+
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'helmholtz_pinn' has no attribute {name!r}")
+    module, attr = (target, name) if isinstance(target, str) else target
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

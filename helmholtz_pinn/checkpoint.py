@@ -13,14 +13,12 @@ from pathlib import Path
 import jax
 
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.train import HostState, TrainState
+from helmholtz_pinn.errors import CheckpointError
+from helmholtz_pinn.loop import HostState
+from helmholtz_pinn.train import TrainState
 
 # fields that may differ between the run that saved and the run that resumes
 RESUMABLE_CHANGES = ("steps", "checkpoint_every")
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint cannot be used to resume this run."""
 
 
 class Checkpointer:

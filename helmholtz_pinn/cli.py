@@ -1,8 +1,11 @@
 """Command line: ``helmholtz-pinn simulate | invert | baseline | convert``.
 
-The parser only maps arguments onto library calls; the inversion options are generated
-from the fields of :class:`helmholtz_pinn.config.Config` (one list of defaults). Known
-errors print one line and exit with status 2 (``--debug`` shows the traceback).
+The parser only maps arguments onto library calls (``invert`` is
+:func:`helmholtz_pinn.inversion.invert` and nothing else); the inversion options are
+generated from the fields of :class:`helmholtz_pinn.config.Config` and their
+documentation (one list of defaults and meanings). The package's own errors
+(:mod:`helmholtz_pinn.errors`) print one line and exit with status 2, a divergence with
+status 3 (``--debug`` shows the traceback). JAX is imported only by the commands.
 """
 
 from __future__ import annotations
@@ -14,22 +17,28 @@ import time
 import typing
 from pathlib import Path
 
-from helmholtz_pinn.config import Config
+from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
-    """One ``--field-name`` option per Config field, typed from its default."""
+    """One ``--field-name`` option per Config field, typed from its default, its help the
+    field's documentation."""
+    from helmholtz_pinn import forms
+
     group = parser.add_argument_group("inversion settings (helmholtz_pinn.Config)")
     hints = typing.get_type_hints(Config)
+    meaning = field_help()
     for field in dataclasses.fields(Config):
         if field.name == "seed":
             continue
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
         choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+        if field.name == "pde":
+            choices = forms.names()
         kind = type(field.default) if field.default is not None else float
         group.add_argument(
             flag,
@@ -37,7 +46,7 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
             type=str if choices else kind,
             default=None,
             choices=choices,
-            help=f"default: {field.default}",
+            help=f"{meaning.get(field.name, '')} (default: {field.default})".replace("%", "%%"),
         )
 
 
@@ -93,11 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N|all",
         help="devices to use: N, or all (default: every visible device when "
         "the work splits - at least as many slices, files or ensemble "
-        "members as devices, or a large problem - else one). Runs on "
-        "more than one device write no checkpoints",
+        "members as devices, or a large problem - else one)",
     )
     inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
-    inv.add_argument("--seed", type=int, default=0)
+    inv.add_argument(
+        "--seed", type=int, default=0, help="seed of the network initialisation and sampling"
+    )
     inv.add_argument("--no-progress", action="store_true", help="no progress bar")
     inv.add_argument(
         "--resume",
@@ -124,12 +134,17 @@ def build_parser() -> argparse.ArgumentParser:
     _config_options(inv)
 
     base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
-    base.add_argument("data", type=Path)
-    base.add_argument("--method", default="ahi", choices=["ahi"])
-    base.add_argument("--smoothing", default="none", choices=["none", "gaussian", "savgol"])
+    base.add_argument("data", type=Path, help="dataset .npz")
+    base.add_argument("--method", default="ahi", choices=["ahi"], help="inversion method")
+    base.add_argument(
+        "--smoothing",
+        default="none",
+        choices=["none", "gaussian", "savgol"],
+        help="smoothing of u before the finite-difference Laplacian",
+    )
     base.add_argument("--sigma", type=float, default=1.0, help="Gaussian width, voxels")
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
-    base.add_argument("--out", type=Path, required=True)
+    base.add_argument("--out", type=Path, required=True, help="output folder")
 
     conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
     conv.add_argument(
@@ -214,48 +229,44 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_invert(args) -> int:
-    from helmholtz_pinn import batch, logs, outputs, sharding, train
+    from helmholtz_pinn import inversion, layout, logs, outputs
     from helmholtz_pinn.compile_cache import enable_compilation_cache
+    from helmholtz_pinn.errors import ConfigError, DivergenceError
 
-    sharding.initialize_distributed()  # multi-host launch (docs/scaling.md); else a no-op
+    layout.initialize_distributed()  # multi-host launch (docs/scaling.md); else a no-op
     cfg = _config_from(args).replace(seed=args.seed)
     paths = args.data or [None]
     if args.slicewise and len(paths) != 1:
-        raise ValueError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
-    if args.resume and (args.slicewise or len(paths) > 1):
-        raise ValueError(
-            "--resume works for one dataset fitted as a whole (no --slicewise, one DATA file)"
-        )
+        raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
+    datasets = [_load_or_phantom(p, args.out) for p in paths]
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
     board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
-    datasets = [_load_or_phantom(p, args.out) for p in paths]
-    ckpt = None if args.no_checkpoints else args.out / "checkpoints"
-    common = dict(devices=args.devices, progress=not args.no_progress, callback=board)
     try:
-        if args.slicewise:
-            results = [batch.invert_slicewise(datasets[0], cfg, **common)]
-            dirs = [args.out]
-        elif len(datasets) > 1:
-            results = batch.invert_many(datasets, cfg, **common)
-            dirs = _result_dirs(args.out, paths)
-        else:
-            results = [
-                sharding.invert_parallel(
-                    datasets[0], cfg, checkpoint_dir=ckpt, resume=args.resume, **common
-                )
-            ]
-            dirs = [args.out]
+        results = inversion.invert(
+            datasets[0] if len(datasets) == 1 else datasets,
+            cfg,
+            slicewise=args.slicewise,
+            devices=args.devices,
+            progress=not args.no_progress,
+            callback=board,
+            checkpoint_dir=None if args.no_checkpoints else args.out / "checkpoints",
+            resume=args.resume,
+        )
         if board is not None:
-            for result in results:
+            for result in results if isinstance(results, list) else [results]:
                 board.log_result(result)
-    except train.DivergenceError as err:
+    except DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
         print(f"error: {err} (no result written; see {args.out / 'failure.json'})", file=sys.stderr)
         return EXIT_DIVERGED
     finally:
         if board is not None:
             board.close()
+    if isinstance(results, list):
+        dirs = _result_dirs(args.out, paths)
+    else:
+        results, dirs = [results], [args.out]
     import jax
 
     if jax.process_index() == 0:  # one writer when several hosts run the same program
@@ -266,24 +277,23 @@ def cmd_invert(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from helmholtz_pinn import baselines, data, metrics, outputs
-    from helmholtz_pinn.inversion import Result
+    from helmholtz_pinn import baselines, data, outputs
+    from helmholtz_pinn.result import make_result
 
     dataset = data.load(args.data)
     t0 = time.perf_counter()
     mu = baselines.ahi(dataset, smoothing=args.smoothing, sigma=args.sigma, window=args.window)
-    facts = {
-        "method": f"ahi/{args.smoothing}",
-        "wall_time_s": time.perf_counter() - t0,
-        "unit_mu": "Pa",
-        **metrics.evaluate(mu, dataset),
+    settings = {
+        "method": args.method,
+        "smoothing": args.smoothing,
+        "sigma_voxels": args.sigma,
+        "window_voxels": args.window,
     }
-    result = Result(
-        mu, dataset.u, dataset.mask, dataset.frequency, [], facts, Config(), dataset=dataset
-    )
+    facts = {"method": f"ahi/{args.smoothing}", "wall_time_s": time.perf_counter() - t0, **settings}
+    result = make_result(dataset, settings, mu[None], dataset.u, facts)
     outputs.prepare_dir(args.out)
     result.save(args.out)
-    _summary(facts, args.out)
+    _summary(result.metrics, args.out)
     return 0
 
 
@@ -294,9 +304,9 @@ def _summary(facts: dict, out: Path) -> None:
 
 
 def cmd_convert(args) -> int:
-    from helmholtz_pinn import convert
+    from helmholtz_pinn.scanner import convert
 
-    dataset = convert.convert(
+    dataset = convert(
         args.inputs,
         kind=args.kind,
         variable=args.variable,
@@ -319,21 +329,11 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from helmholtz_pinn.checkpoint import CheckpointError
-    from helmholtz_pinn.data import DatasetError
-    from helmholtz_pinn.outputs import OutputError
+    from helmholtz_pinn.errors import HelmholtzPinnError
 
     try:
         return COMMANDS[args.command](args)
-    except (
-        DatasetError,
-        OutputError,
-        CheckpointError,
-        ValueError,
-        TypeError,
-        OSError,
-        ImportError,
-    ) as err:
+    except HelmholtzPinnError as err:
         if args.debug:
             raise
         print(f"error: {err}", file=sys.stderr)

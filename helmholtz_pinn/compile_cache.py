@@ -12,6 +12,8 @@ from pathlib import Path
 
 import jax
 
+from helmholtz_pinn.errors import InputError
+
 DEFAULT_DIR = Path("~/.cache/helmholtz_pinn/jax")
 
 
@@ -28,7 +30,7 @@ def enable_compilation_cache(
     before the first compilation of the process.
     """
     if min_compile_time_s < 0:
-        raise ValueError(f"min_compile_time_s must be >= 0; got {min_compile_time_s!r}")
+        raise InputError(f"min_compile_time_s must be >= 0; got {min_compile_time_s!r}")
     directory = Path(path if path is not None else DEFAULT_DIR).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(directory))

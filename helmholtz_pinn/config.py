@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from helmholtz_pinn.errors import ConfigError
+
 ACTIVATIONS = ("tanh", "sin")
-PDE_FORMS = ("helmholtz", "hetero")
 MU_MODELS = ("voigt", "per-frequency")
 
 
@@ -27,9 +28,11 @@ class Config:
       sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
         the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
         field of view / wavelength).
+      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale.
       activation: hidden activation, "tanh" or "sin".
-      pde: "helmholtz" (mu Lap u + rho omega^2 u = 0) or "hetero"
-        (div(mu grad u) + rho omega^2 u = 0).
+      pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
+        (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
+        ...; checked when a fit is prepared (:func:`helmholtz_pinn.forms.get`).
       mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies)
         or "per-frequency" (an independent complex modulus per frequency).
       mu_ref: reference modulus, Pa, used to nondimensionalise; None estimates it from
@@ -61,7 +64,7 @@ class Config:
     sigma_factor_u: float = 1.0
     sigma_factor_mu: float = 0.5
     activation: Literal["tanh", "sin"] = "tanh"
-    pde: Literal["helmholtz", "hetero"] = "hetero"
+    pde: str = "hetero"
     mu_model: Literal["voigt", "per-frequency"] = "voigt"
     mu_ref: float | None = None
     steps: int = 10000
@@ -80,7 +83,6 @@ class Config:
 
     def __post_init__(self):
         _choice("activation", self.activation, ACTIVATIONS)
-        _choice("pde", self.pde, PDE_FORMS)
         _choice("mu_model", self.mu_model, MU_MODELS)
         for name in (
             "width",
@@ -97,7 +99,7 @@ class Config:
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"config.{name} must be a positive integer; got {value!r}")
+                raise ConfigError(f"config.{name} must be a positive integer; got {value!r}")
         for name in (
             "learning_rate",
             "plateau_factor",
@@ -106,23 +108,47 @@ class Config:
             "sigma_factor_mu",
         ):
             if not getattr(self, name) > 0:
-                raise ValueError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
+                raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
         for name in ("sigma_u", "sigma_mu", "mu_ref"):
             value = getattr(self, name)
             if value is not None and not value > 0:
-                raise ValueError(f"config.{name} must be > 0 or None; got {value!r}")
+                raise ConfigError(f"config.{name} must be > 0 or None; got {value!r}")
         if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
-            raise ValueError("config.pde_weight, pde_warmup and max_retries must be >= 0")
+            raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
 
     def replace(self, **overrides) -> Config:
-        """A copy with ``overrides`` applied; unknown names raise a TypeError naming them."""
+        """A copy with ``overrides`` applied; unknown names raise a ConfigError naming them."""
         unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             valid = ", ".join(f.name for f in dataclasses.fields(self))
-            raise TypeError(f"unknown config option(s) {sorted(unknown)}; valid: {valid}")
+            raise ConfigError(f"unknown config option(s) {sorted(unknown)}; valid: {valid}")
         return dataclasses.replace(self, **overrides)
 
 
 def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
     if value not in valid:
-        raise ValueError(f"config.{name} must be one of {valid}; got {value!r}")
+        raise ConfigError(f"config.{name} must be one of {valid}; got {value!r}")
+
+
+def field_help() -> dict[str, str]:
+    """Meaning (and unit) of every Config field, from the class docstring's Attributes
+    (one source for ``--help`` and docs/api.md)."""
+    text = (Config.__doc__ or "").split("Attributes:", 1)[-1]
+    out: dict[str, str] = {}
+    names: list[str] = []
+    for line in text.splitlines():
+        head, sep, rest = line.strip().partition(": ")
+        keys = [k.strip() for k in head.split(",")]
+        if (
+            line.startswith("      ")
+            and not line.startswith("        ")
+            and sep
+            and all(k.isidentifier() for k in keys)
+        ):
+            names = keys
+            for k in names:
+                out[k] = rest.strip()
+        elif names and line.strip():
+            for k in names:
+                out[k] += " " + line.strip()
+    return {k: v.replace("``", "") for k, v in out.items()}

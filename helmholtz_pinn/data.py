@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from helmholtz_pinn.errors import DatasetError
+
 REQUIRED_KEYS = ("u", "frequency", "spacing")
 OPTIONAL_KEYS = ("mask", "mu", "regions", "rho")
 _CONVERTIBLE = (".mat", ".nii", ".nii.gz", ".h5", ".hdf5")
@@ -39,8 +41,7 @@ _UNREADABLE = (
 )
 
 
-class DatasetError(ValueError):
-    """A dataset file or array does not follow the documented format."""
+__all__ = ["Dataset", "DatasetError", "load", "save", "z_slices"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -344,3 +345,31 @@ def save(dataset: Dataset, path: str | Path) -> Path:
     with open(path, "wb") as f:  # a file object: np.savez never renames it
         np.savez(f, **{k: v for k, v in arrays.items() if v is not None})
     return path
+
+
+def z_slices(dataset: Dataset) -> tuple[list[Dataset], list[int]]:
+    """The z-slices of a 3-D dataset as 2-D datasets (spacing[:2]), with their indices;
+    slices whose mask is empty are left out."""
+    if dataset.ndim != 3:
+        raise DatasetError(
+            f"slicewise inversion needs a 3-D dataset (u of shape (F, C, nx, ny, nz)); got u "
+            f"of shape {dataset.u.shape}"
+        )
+    keep = [k for k in range(dataset.grid[2]) if dataset.mask[..., k].any()]
+
+    def cut(a, k):
+        return None if a is None else a[..., k]
+
+    slices = [
+        Dataset(
+            u=dataset.u[..., k],
+            frequency=dataset.frequency,
+            spacing=dataset.spacing[:2],
+            mask=dataset.mask[..., k],
+            mu=cut(dataset.mu, k),
+            regions=cut(dataset.regions, k),
+            rho=dataset.rho,
+        )
+        for k in keep
+    ]
+    return slices, keep

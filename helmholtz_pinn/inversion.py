@@ -1,35 +1,40 @@
-"""The library entry point: ``invert(dataset, config) -> Result``.
+"""The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
 
-Bridges physical units at the edges (Pa, m, Hz) and the nondimensional training:
-coordinates by the field of view L (m), u by its RMS per frequency and component,
-mu by ``mu_ref`` (Pa).
+One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
+volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
+plain fit) of one stacked state, a :class:`helmholtz_pinn.layout.Layout` says where they
+run, and the one host loop (:func:`helmholtz_pinn.loop.fit`) trains them.
+
+Units at the edges (Pa, m, Hz), nondimensional inside: coordinates by the field of view
+L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from helmholtz_pinn import physics, train
+from helmholtz_pinn import layout, loop, physics, train
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.data import Dataset, z_slices
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.result import Result, make_result
 
 
 @dataclasses.dataclass
 class Prepared:
     """A dataset in nondimensional form, plus what is needed to map back to Pa."""
 
-    problem: train.Problem
+    problem: train.Problem  # host (NumPy) arrays
     spec: train.Spec
     scales: physics.Scales
+    sigma_u: float  # Fourier scales, cycles per field of view
+    sigma_mu: float
     x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
     u_scale: np.ndarray  # (F, C) RMS of u, the data's unit
 
@@ -58,125 +63,159 @@ def reference_modulus(dataset: Dataset, cfg: Config) -> float:
 def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
     """Shortest expected wavelengths per field of view: L / lambda_min, with
     lambda_min = sqrt(mu_ref / rho) / f_max (m; mu_ref in Pa, f in Hz)."""
+    return field_of_view(dataset) * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
+
+
+def shared_settings(datasets: Sequence[Dataset], cfg: Config) -> Config:
+    """``cfg`` with mu_ref (Pa) and sigma_u/sigma_mu filled in, one value for all datasets
+    (members of one program share them): mu_ref the configured one, else the median of
+    the per-dataset estimates; sigma the configured one, else ``sigma_factor`` times the
+    largest L / lambda_min (so every dataset's shortest wave is representable)."""
+    mu_ref = float(np.median([reference_modulus(d, cfg) for d in datasets]))
+    cycles = max(wave_cycles(d, mu_ref) for d in datasets)
+    return cfg.replace(
+        mu_ref=mu_ref,
+        sigma_u=cfg.sigma_u or cfg.sigma_factor_u * cycles,
+        sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
+    )
+
+
+def prepare(dataset: Dataset, cfg: Config) -> Prepared:
+    """Scale ``dataset`` and derive the Fourier scales (cycles per field of view):
+    sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max."""
+    cfg = shared_settings([dataset], cfg)
+    spec = train.Spec.of(cfg, dataset.ndim, dataset.n_freq, dataset.n_comp)
+    spec.form.check(dataset.n_comp)
     length = field_of_view(dataset)
-    return length * float(np.max(dataset.frequency)) / float(np.sqrt(mu_ref / dataset.rho))
-
-
-def prepare(dataset: Dataset, cfg: Config, *, on_device: bool = True) -> Prepared:
-    """Scale the dataset and derive the Fourier scales (cycles per field of view).
-
-    Auto scale: sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max.
-    With ``on_device`` the Problem's arrays are put on the default device, after a check
-    that they fit its memory (:func:`helmholtz_pinn.sharding.check_device_memory`);
-    otherwise they stay NumPy arrays on the host (for batched or sharded placement).
-    """
-    length = field_of_view(dataset)
-    mu_ref = reference_modulus(dataset, cfg)
-    scales = physics.make_scales(dataset.frequency, length, mu_ref, dataset.rho)
-    cycles = wave_cycles(dataset, mu_ref)
-    sigma_u = cfg.sigma_u or cfg.sigma_factor_u * cycles
-    sigma_mu = cfg.sigma_mu or cfg.sigma_factor_mu * cycles
+    scales = physics.make_scales(dataset.frequency, length, cfg.mu_ref, dataset.rho)
     mask = dataset.mask.ravel()
-    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)
-    u_scale = np.sqrt(np.mean(np.abs(u[..., mask]) ** 2, axis=-1))
-    u_nd = np.moveaxis(u[..., mask] / u_scale[..., None], -1, 0).astype(np.complex64)
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., mask]
+    u_scale = np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
     x_grid = grid_coordinates(dataset, length)
     problem = train.Problem(
-        x_grid[mask],
-        u_nd,
-        np.asarray(scales.kappa, np.float32),
-        np.asarray(scales.omega_ratio, np.float32),
-        np.asarray(int(mask.sum()), np.int32),
+        x=x_grid[mask],
+        u=np.moveaxis(u / u_scale[..., None], -1, 0).astype(np.complex64),
+        kappa=np.asarray(scales.kappa, np.float32),
+        omega_ratio=np.asarray(scales.omega_ratio, np.float32),
+        count=np.asarray(int(mask.sum()), np.int32),
+        weight=np.ones((dataset.n_freq, dataset.n_comp), np.float32),
     )
-    if on_device:
-        from helmholtz_pinn.sharding import check_device_memory
-
-        check_device_memory(int(mask.sum()), dataset.ndim, dataset.n_freq, dataset.n_comp)
-        problem = train.Problem(*(jnp.asarray(a) for a in problem))
-    spec = train.Spec(
-        dataset.ndim, dataset.n_freq, dataset.n_comp, float(sigma_u), float(sigma_mu), cfg
-    )
-    return Prepared(problem, spec, scales, x_grid, u_scale)
-
-
-@dataclasses.dataclass
-class Result:
-    """A finished inversion.
-
-    Attributes:
-      mu: complex shear modulus, Pa, shape ``(F, *grid)`` (one map per frequency; the
-        baseline writes one map of shape ``grid``).
-      u_fit: the network's displacement field, data units, shape ``(F, C, *grid)``.
-      mask: the voxels that were fitted.
-      history: one record per block (step, time_s, lr, losses).
-      metrics: run facts and, with ground truth, accuracy metrics.
-      config: the configuration used. params/consts: trained network parameters.
-      mu_std: ensemble standard deviation of Re and Im of mu, Pa (None for one fit).
-    """
-
-    mu: np.ndarray
-    u_fit: np.ndarray
-    mask: np.ndarray
-    frequency: np.ndarray
-    history: list[dict]
-    metrics: dict
-    config: Config
-    params: Any = None
-    consts: Any = None
-    dataset: Dataset | None = None
-    mu_std: np.ndarray | None = None
-
-    @property
-    def storage_modulus(self) -> np.ndarray:
-        """G' = Re(mu), Pa, on the grid (first frequency)."""
-        return (self.mu if self.mu.ndim == self.mask.ndim else self.mu[0]).real
-
-    def save(self, out: str | Path) -> Path:
-        """Write mu.npz, metrics.json, history.csv and the figures into ``out``."""
-        from helmholtz_pinn import figures, outputs
-
-        out = outputs.prepare_dir(out)
-        extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
-        np.savez(
-            out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa", **extra
-        )
-        outputs.write_json(out / "metrics.json", self.metrics)
-        outputs.write_history(out / "history.csv", self.history)
-        (out / "config.json").write_text(json.dumps(dataclasses.asdict(self.config), indent=2))
-        if self.dataset is not None:
-            figures.save_all(self, self.dataset, out)
-        return out
-
-    def plot(self):
-        """The modulus figure (recovered, truth and error when known)."""
-        from helmholtz_pinn import figures
-
-        return figures.modulus_figure(self.mu, self.dataset)
+    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, u_scale)
 
 
 def invert(
-    dataset: Dataset,
+    data: Dataset | Sequence[Dataset],
     config: Config | None = None,
     *,
+    slicewise: bool = False,
+    devices: int | str | None = None,
     callback: Callable[[dict], bool | None] | None = None,
     progress: bool = True,
     checkpoint_dir: str | Path | None = None,
     resume: bool = False,
     **overrides,
-) -> Result:
-    """Fit the PINN to ``dataset`` and return the modulus in Pa.
+) -> Result | list[Result]:
+    """Fit the PINN and return the modulus in Pa.
 
-    ``overrides`` replace fields of ``config`` (e.g. ``steps=2000, pde="helmholtz"``).
-    With ``checkpoint_dir`` the fit is checkpointed every ``checkpoint_every`` blocks and,
-    with ``resume``, continues from the newest checkpoint there. With ``ensemble`` E > 1
-    the E fits train as one vmapped program and ``Result.mu_std`` holds their spread.
-    Raises :class:`helmholtz_pinn.train.DivergenceError` if the fit diverges.
+    ``data``: one :class:`Dataset` (returns one Result), or a list of datasets of one
+    grid, F and C (one Result each, fitted as one batched program: every member has its
+    own scaling, loss, schedule, roll-back and early stop; mu_ref and the Fourier
+    scales are shared, see :func:`shared_settings`). ``slicewise``: fit every z-slice of
+    a 3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an
+    empty mask hold NaN). ``overrides`` replace fields of ``config``; ``ensemble`` E > 1
+    gives each dataset E seeds (``mu`` their mean, ``mu_std`` their spread).
+    ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.layout.plan`).
+    ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
+    the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
+    continues from the newest checkpoint there.
+
+    Raises :class:`~helmholtz_pinn.errors.InputError` for unusable input and
+    :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
     """
     cfg = (config or Config()).replace(**overrides)
     t0 = time.perf_counter()
-    prep = prepare(dataset, cfg)
-    state = train.init_members(prep.spec, cfg.seed, cfg.ensemble)
-    batched = None if cfg.ensemble == 1 else "shared"
+    if slicewise:
+        if not isinstance(data, Dataset):
+            raise InputError("slicewise=True takes one 3-D Dataset, not a list")
+        datasets, keep = z_slices(data)
+    elif isinstance(data, Dataset):
+        datasets, keep = [data], None
+    else:
+        datasets, keep = _check_batch(data), None
+    stacked = len(datasets) > 1 or slicewise
+    shared = shared_settings(datasets, cfg)
+    preps = [prepare(d, shared) for d in datasets]
+    state, history, plan = _fit(
+        preps, cfg, stacked, devices, callback, progress, checkpoint_dir, resume
+    )
+    facts = dict(devices=len(plan.devices), parallel=plan.mode)
+    e = cfg.ensemble
+    maps = [
+        _maps(_rows(state, i, e, stacked), p, d)
+        for i, (p, d) in enumerate(zip(preps, datasets, strict=True))
+    ]
+    wall = time.perf_counter() - t0
+    if slicewise:
+        return _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts)
+    results = []
+    for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
+        rows = slice(i * e, (i + 1) * e) if e > 1 else i
+        hist = [loop.member_record(r, rows) for r in history] if stacked else history
+        member = _rows(state, i, e, stacked)
+        run = run_facts(prep, cfg, member, hist, wall, **facts)
+        if stacked:
+            run.update(batch_members=len(datasets), batch_index=i)
+        results.append(make_result(dataset, cfg, mus, u_fit, run, hist, member))
+    return results if stacked else results[0]
+
+
+def _check_batch(datasets) -> list[Dataset]:
+    datasets = list(datasets)
+    if not datasets:
+        raise InputError("invert needs a Dataset or a non-empty list of Dataset; got an empty list")
+    first = datasets[0]
+    for i, d in enumerate(datasets):
+        if not isinstance(d, Dataset):
+            raise InputError(f"datasets[{i}] must be a Dataset; got {type(d).__name__}")
+        if (d.grid, d.n_freq, d.n_comp) != (first.grid, first.n_freq, first.n_comp):
+            raise InputError(
+                "a batch of datasets must share one grid, F and C (one compiled program); "
+                f"datasets[0] has grid {first.grid}, F={first.n_freq}, C={first.n_comp} but "
+                f"datasets[{i}] has grid {d.grid}, F={d.n_freq}, C={d.n_comp}; invert them "
+                "in separate calls"
+            )
+    return datasets
+
+
+def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, checkpoint_dir, resume):
+    """Members, layout, placement, the host loop; returns (host state, history, layout)."""
+    spec = preps[0].spec
+    e = cfg.ensemble
+
+    def init(seed):
+        p = preps[0]
+        return jax.device_get(
+            train.init_state(spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate)
+        )
+
+    seeds = [init(cfg.seed + k) for k in range(e)]
+    if stacked:
+        rows = max(int(p.problem.count) for p in preps)
+        problem = train.stack_trees([_pad(p.problem, rows) for p in preps for _ in range(e)])
+        state, members = train.stack_trees(seeds * len(preps)), len(preps) * e
+    else:
+        problem, rows = preps[0].problem, int(preps[0].problem.count)
+        state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
+    plan = layout.plan(
+        devices,
+        rows=rows,
+        per_voxel=layout.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        batch_size=cfg.batch_size,
+        members=members,
+        shared_problem=members > 0 and not stacked,
+    )
+    block = layout.compile_block(spec, cfg.sync_interval, plan)
+    state, problem = layout.place(state, problem, plan)
     host, ckpt = None, None
     if checkpoint_dir is not None:
         from helmholtz_pinn.checkpoint import Checkpointer
@@ -185,12 +224,16 @@ def invert(
         restored = ckpt.restore(state) if resume else None
         if restored is not None:
             state, host = restored
+    if callback is not None and plan.padded_members != members:  # it sees real members only
+        user = callback
+        callback = lambda record: user(loop.member_record(record, slice(0, members)))  # noqa: E731
     try:
-        state, history = train.fit(
+        state, history = loop.fit(
             state,
-            prep.problem,
-            prep.spec,
-            batched=batched,
+            problem,
+            block,
+            cfg,
+            members=plan.padded_members,
             host=host,
             callback=callback,
             on_block=ckpt,
@@ -199,16 +242,53 @@ def invert(
     finally:
         if ckpt is not None:
             ckpt.close()
-    return build_result(dataset, cfg, prep, state, history, t0)
+    if plan.padded_members != members:
+        history = [loop.member_record(r, slice(0, members)) for r in history]
+    return layout.gather(state, plan), history, plan
+
+
+def _pad(problem: train.Problem, rows: int) -> train.Problem:
+    """A host Problem with x and u zero-padded to ``rows`` rows (``count`` unchanged)."""
+
+    def pad(a):
+        return np.concatenate([a, np.zeros((rows - len(a),) + a.shape[1:], a.dtype)])
+
+    return problem._replace(x=pad(problem.x), u=pad(problem.u))
+
+
+def _rows(state, i: int, ensemble: int, stacked: bool):
+    """Dataset i's member(s) of a host state: E stacked seeds, or one state."""
+    if not stacked:
+        return state
+    rows = i if ensemble == 1 else slice(i * ensemble, (i + 1) * ensemble)
+    return jax.tree.map(lambda a: a[rows], state)
+
+
+def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(mu (E, F, *grid) in Pa, u_fit (F, C, *grid) in data units, mean over members) on
+    every voxel of the grid, from one state or E stacked ones."""
+    stacked = np.ndim(state.step) == 1
+    members = train.unstack_tree(state, len(state.step)) if stacked else [state]
+    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
+    mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
+    u_fit = np.mean([to_grid(u, dataset) for u, _ in fields], axis=0)
+    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
+
+
+def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts) -> Result:
+    """Slice maps put back on the volume's grid (NaN on slices not fitted)."""
+    mus = np.full((cfg.ensemble, volume.n_freq, *volume.grid), np.nan + 0j)
+    u_fit = np.full(volume.u.shape, np.nan + 0j)
+    for (m, u), k in zip(maps, keep, strict=True):
+        mus[..., k], u_fit[..., k] = m, u
+    skipped = [k for k in range(volume.grid[2]) if k not in keep]
+    run = run_facts(prep, cfg, state, history, wall, **facts, mode="slicewise")
+    run.update(slices_fitted=keep, slices_skipped=skipped)
+    return make_result(volume, cfg, mus, u_fit, run, history, state)
 
 
 def run_facts(
-    prep: Prepared,
-    cfg: Config,
-    state: train.TrainState,
-    history: list[dict],
-    wall_s: float,
-    **extra,
+    prep: Prepared, cfg: Config, state, history: list[dict], wall_s: float, **extra
 ) -> dict:
     """The run facts of ``metrics.json``: steps, wall time (s), device, scales, final
     losses (nondimensional), retries; ``extra`` adds or overrides entries."""
@@ -218,58 +298,15 @@ def run_facts(
         "wall_time_s": wall_s,
         "device": str(jax.devices()[0]),
         "ensemble": cfg.ensemble,
+        "pde": cfg.pde,
         "mu_ref_pa": prep.scales.mu_ref,
         "length_m": prep.scales.length,
-        "sigma_u": prep.spec.sigma_u,
-        "sigma_mu": prep.spec.sigma_mu,
+        "sigma_u": prep.sigma_u,
+        "sigma_mu": prep.sigma_mu,
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
         "retries": last.get("retries", 0),
-        "unit_mu": "Pa",
         **extra,
     }
-
-
-def build_result(
-    dataset: Dataset,
-    cfg: Config,
-    prep: Prepared,
-    state: train.TrainState,
-    history: list[dict],
-    t0: float,
-    **facts,
-) -> Result:
-    """Evaluate a trained state on every voxel (in chunks) and convert to Pa.
-
-    ``state`` holds one fit, or ``cfg.ensemble`` fits stacked on a leading axis (then
-    ``mu`` is their mean and ``mu_std`` their spread). ``t0`` is the run's start
-    (``time.perf_counter()``); ``facts`` are added to the run facts in ``metrics``.
-    """
-    from helmholtz_pinn import metrics
-
-    ensemble = cfg.ensemble > 1
-    members = train.unstack_tree(state, cfg.ensemble) if ensemble else [state]
-    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
-    wall = time.perf_counter() - t0
-    mus = np.stack([to_grid(mu_nd, dataset) * prep.scales.mu_ref for _, mu_nd in fields])
-    u_fit = np.mean([to_grid(u_nd, dataset) for u_nd, _ in fields], axis=0)
-    u_fit *= prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
-    mu = mus.mean(axis=0)
-    mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if ensemble else None
-    run = run_facts(prep, cfg, state, history, wall, **facts)
-    run.update(metrics.evaluate(mu, dataset))
-    return Result(
-        mu,
-        u_fit,
-        dataset.mask,
-        dataset.frequency,
-        history,
-        run,
-        cfg,
-        state.params,
-        state.consts,
-        dataset,
-        mu_std,
-    )
 
 
 def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:

@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from helmholtz_pinn.errors import InputError, MissingDependencyError
+
 __all__ = ["HistoryLogger", "MissingDependencyError", "TensorBoardLogger", "chain"]
 
 Callback = Callable[[dict], "bool | None"]
@@ -49,10 +51,6 @@ _TAGS = {
     "time_s": "train/wall_time_s",
     "retries": "train/retries",
 }
-
-
-class MissingDependencyError(ImportError):
-    """An optional package needed for this feature is not installed."""
 
 
 def _numbers(record: dict) -> dict[str, float]:
@@ -79,7 +77,7 @@ class HistoryLogger:
 
     def __init__(self, path: str | Path | None = None, *, stop_after_s: float | None = None):
         if stop_after_s is not None and not stop_after_s > 0:
-            raise ValueError(f"stop_after_s must be > 0 seconds or None; got {stop_after_s!r}")
+            raise InputError(f"stop_after_s must be > 0 seconds or None; got {stop_after_s!r}")
         self.path = None if path is None else Path(path)
         self.stop_after_s = stop_after_s
         self.records: list[dict] = []

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from helmholtz_pinn.errors import InputError
+
 if TYPE_CHECKING:
     from .data import Dataset
 
@@ -35,7 +37,7 @@ def relative_error_map(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
     pred = np.asarray(pred)
     true = np.asarray(true)
     if pred.shape != true.shape:
-        raise ValueError(
+        raise InputError(
             f"pred and true must have the same shape; got {pred.shape} and {true.shape}"
         )
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -98,7 +100,7 @@ def contrast_transfer(
     mp = region_medians(pred, regions, mask)
     mt = region_medians(true, regions, mask)
     if 1 not in mt:
-        raise ValueError(
+        raise InputError(
             "contrast_transfer needs background voxels (region label 1) inside the mask"
         )
     out: dict[int, float] = {}
@@ -145,13 +147,13 @@ def evaluate(mu_pred: np.ndarray, dataset: Dataset) -> dict[str, Any]:
     true = _per_freq(dataset.mu, grid, "dataset.mu")
     mask = _dataset_mask(dataset)
     if len(pred) > 1 and len(true) > 1 and len(pred) != len(true):
-        raise ValueError(
+        raise InputError(
             f"mu_pred has {len(pred)} frequencies but the ground truth has {len(true)}; "
             f"expected shape {grid} or ({len(true)}, *{grid})"
         )
     n = max(len(pred), len(true))
     if n > 1 and n != dataset.n_freq:
-        raise ValueError(
+        raise InputError(
             f"per-frequency modulus has {n} frequencies but the dataset has {dataset.n_freq}"
         )
     results = [
@@ -247,9 +249,9 @@ def _check_maps(a, b, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = np.asarray(b)
     m = np.asarray(mask)
     if m.dtype != bool:
-        raise ValueError(f"mask must be bool; got {m.dtype}")
+        raise InputError(f"mask must be bool; got {m.dtype}")
     if not (a.shape == b.shape == m.shape):
-        raise ValueError(
+        raise InputError(
             f"maps and mask must have the same shape; got {a.shape}, {b.shape} and mask {m.shape}"
         )
     return a, b, m
@@ -268,7 +270,7 @@ def _per_freq(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
         return mu[None]
     if mu.ndim == len(grid) + 1 and mu.shape[1:] == grid and mu.shape[0] >= 1:
         return mu
-    raise ValueError(f"{name} must have shape {grid} or (F, *{grid}); got {mu.shape}")
+    raise InputError(f"{name} must have shape {grid} or (F, *{grid}); got {mu.shape}")
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -280,7 +282,7 @@ def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np
     pred = np.asarray(pred, dtype=complex)
     true = np.asarray(true, dtype=complex)
     if not mask.any():
-        raise ValueError("the dataset mask selects no voxels")
+        raise InputError("the dataset mask selects no voxels")
     err_storage = relative_error_map(pred.real, true.real)
     err_abs = relative_error_map(np.abs(pred), np.abs(true))
     out: dict[str, Any] = {

@@ -6,8 +6,10 @@ gamma(x) = [sin(2 pi x B), cos(2 pi x B)], B ~ N(0, sigma^2) fixed (collection
 
 Derivatives come from forward-Laplacian propagation: each layer carries a *jet*, a
 stack of shape (K, N, width) holding the value (row 0), the gradient (rows 1..d) and,
-for ``order=2``, the Laplacian (row d+1). For a = h W + b and h' = phi(a):
+for ``order=LAP``, the Laplacian (row d+1), or for ``order=HESS`` the second
+derivatives d_i d_j for the pairs i <= j (rows d+1 ..). For a = h W + b and h' = phi(a):
     g_a = g W,  l_a = l W,  g' = phi'(a) g_a,  l' = phi'(a) l_a + phi''(a) sum_i g_a,i^2
+    s'_ij = phi'(a) s_a,ij + phi''(a) g_a,i g_a,j
 so one matmul per layer on the stacked rows replaces nested autodiff.
 """
 
@@ -19,7 +21,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from helmholtz_pinn.errors import InputError
+
 HIGHEST = jax.lax.Precision.HIGHEST
+VALUE, GRAD, LAP, HESS = 0, 1, 2, 3  # jet orders: value; + gradient; + Laplacian; + d_i d_j
 STACK_MAX_POINTS = 1024  # apply_pair's "auto" layout stacks both networks up to this many points
 # Up to this many points a jet layer is one masked elementwise expression over the whole
 # stack (bias and activation rows chosen by row index: XLA fuses each layer into one
@@ -31,15 +36,22 @@ MASKED_MAX_POINTS = 2048
 
 
 class Jet(NamedTuple):
-    """Value (N, n), gradient (d, N, n) or None, Laplacian (N, n) or None."""
+    """Value (N, n), gradient (d, N, n), Laplacian (N, n), second derivatives
+    (d, d, N, n) (symmetric); None where the order did not carry them."""
 
     value: jax.Array
     grad: jax.Array | None
     lap: jax.Array | None
+    hess: jax.Array | None = None
+
+
+def pairs(d: int) -> list[tuple[int, int]]:
+    """The (i, j), i <= j, of the second-derivative rows of a HESS jet, in row order."""
+    return [(i, j) for i in range(d) for j in range(i, d)]
 
 
 class FourierMLP(nn.Module):
-    """MLP on random Fourier features, evaluated as a jet of derivative ``order`` 0, 1 or 2."""
+    """MLP on random Fourier features, evaluated as a jet of ``order`` VALUE .. HESS."""
 
     n_in: int
     n_out: int
@@ -51,7 +63,7 @@ class FourierMLP(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, order: int = 0) -> jax.Array:
-        """Return the jet stack (K, N, n_out), K = 1, 1 + d or 2 + d for order 0, 1, 2."""
+        """Return the jet stack (K, N, n_out), K = :func:`jet_rows` (d, order)."""
         b = self.variable(
             "constants",
             "B",
@@ -101,20 +113,25 @@ def affine_jet(stack: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def fourier_jet(x: jax.Array, bs: jax.Array, order: int) -> jax.Array:
-    """Jet of gamma(x) = [sin z, cos z], z = x Bs: dz/dx_i = Bs[i], Lap z = 0."""
+    """Jet of gamma(x) = [sin z, cos z], z = x Bs: dz/dx_i = Bs[i], d_i d_j z = 0, so
+    d_i d_j sin z = -sin z Bs[i] Bs[j] (cos likewise)."""
     z = jnp.dot(x, bs, precision=matmul_precision())
     s, c = jnp.sin(z), jnp.cos(z)
     rows = [jnp.concatenate([s, c], axis=-1)[None]]
-    if order >= 1:
+    if order >= GRAD:
         rows.append(jnp.concatenate([c[None] * bs[:, None, :], -s[None] * bs[:, None, :]], -1))
-    if order >= 2:
+    if order == LAP:
         norm = jnp.sum(bs**2, axis=0)[None, :]
         rows.append(jnp.concatenate([-s * norm, -c * norm], axis=-1)[None])
+    if order == HESS:
+        prod = jnp.stack([bs[i] * bs[j] for i, j in pairs(x.shape[-1])])[:, None, :]
+        rows.append(jnp.concatenate([-s[None] * prod, -c[None] * prod], axis=-1))
     return jnp.concatenate(rows, axis=0)
 
 
 def activation_jet(stack: jax.Array, activation: str, d: int, order: int) -> jax.Array:
-    """Push a jet through tanh or sin: g' = phi' g, l' = phi' l + phi'' sum_i g_i^2."""
+    """Push a jet through tanh or sin: g' = phi' g, l' = phi' l + phi'' sum_i g_i^2,
+    s'_ij = phi' s_ij + phi'' g_i g_j."""
     a = stack[0]
     if activation == "tanh":
         h = jnp.tanh(a)
@@ -124,29 +141,37 @@ def activation_jet(stack: jax.Array, activation: str, d: int, order: int) -> jax
         h, d1 = jnp.sin(a), jnp.cos(a)
         d2 = -h
     else:
-        raise ValueError(f"activation must be 'tanh' or 'sin'; got {activation!r}")
-    lap = d1 * stack[1 + d] + d2 * jnp.sum(stack[1 : 1 + d] ** 2, axis=0) if order >= 2 else None
-    if order >= 1 and masked_jets(stack):
+        raise InputError(f"activation must be 'tanh' or 'sin'; got {activation!r}")
+    g = stack[1 : 1 + d]
+    lap = d1 * stack[1 + d] + d2 * jnp.sum(g**2, axis=0) if order == LAP else None
+    if order in (GRAD, LAP) and masked_jets(stack):
         out = jnp.where(_row(stack) == 0, h[None], d1[None] * stack)
         return out if lap is None else jnp.where(_row(stack) == 1 + d, lap[None], out)
     rows = [h[None]]
-    if order >= 1:
-        rows.append(d1[None] * stack[1 : 1 + d])
+    if order >= GRAD:
+        rows.append(d1[None] * g)
     if lap is not None:
         rows.append(lap[None])
+    if order == HESS:
+        gg = jnp.stack([g[i] * g[j] for i, j in pairs(d)])
+        rows.append(d1[None] * stack[1 + d :] + d2[None] * gg)
     return jnp.concatenate(rows, axis=0)
 
 
 def split_jet(stack: jax.Array, d: int, order: int) -> Jet:
-    """Split a jet stack (K, N, n) into value, gradient and Laplacian."""
-    grad = stack[1 : 1 + d] if order >= 1 else None
-    lap = stack[1 + d] if order >= 2 else None
-    return Jet(stack[0], grad, lap)
+    """Split a jet stack (K, N, n) into value, gradient, Laplacian and (HESS) the full
+    symmetric second derivatives (d, d, N, n), whose trace is the Laplacian."""
+    grad = stack[1 : 1 + d] if order >= GRAD else None
+    if order != HESS:
+        return Jet(stack[0], grad, stack[1 + d] if order == LAP else None)
+    rows = {p: stack[1 + d + k] for k, p in enumerate(pairs(d))}
+    hess = jnp.stack([jnp.stack([rows[min(i, j), max(i, j)] for j in range(d)]) for i in range(d)])
+    return Jet(stack[0], grad, sum(rows[i, i] for i in range(d)), hess)
 
 
 def jet_rows(d: int, order: int) -> int:
     """Rows K of a jet stack of derivative ``order`` in d dimensions."""
-    return (1, 1 + d, 2 + d)[order]
+    return (1, 1 + d, 2 + d, 1 + d + d * (d + 1) // 2)[order]
 
 
 def apply_jet(params, consts, x: jax.Array, activation: str, order: int) -> jax.Array:
@@ -190,7 +215,7 @@ def apply_pair(
             apply_jet(pm, cm, x, activation, orders[1]),
         )
     if layout != "stacked":
-        raise ValueError(f"layout must be 'auto', 'separate' or 'stacked'; got {layout!r}")
+        raise InputError(f"layout must be 'auto', 'separate' or 'stacked'; got {layout!r}")
     n_u, n_mu = pu["out_bias"].shape[0], pm["out_bias"].shape[0]
     n_out = max(n_u, n_mu)
 

@@ -8,9 +8,7 @@ import math
 import os
 from pathlib import Path
 
-
-class OutputError(OSError):
-    """The output folder cannot be created or written."""
+from helmholtz_pinn.errors import OutputError
 
 
 def prepare_dir(out: str | Path) -> Path:

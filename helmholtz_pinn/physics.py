@@ -1,11 +1,10 @@
-"""Helmholtz residuals in nondimensional variables.
+"""Nondimensional variables and the network outputs as physical fields.
 
-Physical problem (SI: mu in Pa, rho in kg/m^3, omega in rad/s, x in m), per component:
-    homogeneous:    mu Lap u + rho omega^2 u = 0
-    heterogeneous:  div(mu grad u) + rho omega^2 u = mu Lap u + grad mu . grad u + rho omega^2 u = 0
-Scaling: x = L x', mu = mu_ref mu', u = s u' (s per frequency and component). With
-kappa_f = rho omega_f^2 L^2 / mu_ref the residual normalised to O(1) is
-    r = (mu' Lap' u' [+ grad' mu' . grad' u']) / kappa_f + u'.
+Physical problem in SI units (mu in Pa, rho in kg/m^3, omega in rad/s, x in m); the
+residual forms themselves are plug-ins in :mod:`helmholtz_pinn.forms`.
+Scaling: x = L x', mu = mu_ref mu', u = s u' (s per frequency and component), and
+kappa_f = rho omega_f^2 L^2 / mu_ref, so that e.g. mu Lap u + rho omega^2 u = 0 reads
+mu' Lap' u' / kappa_f + u' = 0 with every term O(1).
 """
 
 from __future__ import annotations
@@ -75,24 +74,6 @@ def mu_complex(
         return mu, None
     sig = jax.nn.sigmoid(re + SOFTPLUS_ONE)
     return mu, jax.lax.complex(sig[None] * grad[..., 0::2], ETA_SCALE * grad[..., 1::2])
-
-
-def helmholtz_residual(u: jax.Array, lap_u: jax.Array, mu: jax.Array, kappa: jax.Array):
-    """r = mu' Lap' u' / kappa + u' for u (N, F, C), mu (N, F), kappa (F,)."""
-    return mu[..., None] * lap_u / kappa[None, :, None] + u
-
-
-def hetero_residual(
-    u: jax.Array,
-    grad_u: jax.Array,
-    lap_u: jax.Array,
-    mu: jax.Array,
-    grad_mu: jax.Array,
-    kappa: jax.Array,
-):
-    """r = (mu' Lap' u' + grad' mu' . grad' u') / kappa + u'; gradients (d, N, F[, C])."""
-    flux = mu[..., None] * lap_u + jnp.sum(grad_mu[..., None] * grad_u, axis=0)
-    return flux / kappa[None, :, None] + u
 
 
 def laplacian_reference(fn, x: jax.Array) -> jax.Array:

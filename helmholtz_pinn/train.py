@@ -1,18 +1,22 @@
-"""Training: one state pytree, a pure step, ``lax.scan`` blocks and the host loop.
+"""Training: one state pytree, one pure step, one ``lax.scan`` block.
 
 Loss per step on a batch of B voxels drawn inside the mask from fold_in(key, step):
-    L = mean |u'_net - u'_obs|^2 + w(step) mean |r|^2,  w(step) = w_pde min(1, step / warmup)
-with r the nondimensional residual of :mod:`helmholtz_pinn.physics`. A block of
-``sync_interval`` full steps runs on the device; the host reads the block's losses once
-and drives the reduce-on-plateau rate and the divergence roll-back between blocks.
+    L = sum_fc w_fc [ mean |u'_net - u'_obs|^2 + w(step) mean |r|^2 ] / sum_fc w_fc,
+    w(step) = pde_weight min(1, step / pde_warmup)
+with r the residual of the configured PDE form (:mod:`helmholtz_pinn.forms`) and w_fc
+the per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
+``n_steps`` full steps runs on the device; the host loop (:mod:`helmholtz_pinn.loop`)
+reads the block's losses once and drives the schedules between blocks.
+
+Under ``shard_map`` (``axis_name`` set: data parallel over the voxels) every device
+samples its own shard and the gradient of the global batch mean is the share-weighted
+sum of the per-device gradients.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -21,28 +25,34 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from helmholtz_pinn import physics
+from helmholtz_pinn import forms, physics
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.model import FourierMLP, apply_pair, split_jet
+from helmholtz_pinn.model import (
+    GRAD,
+    HESS,
+    LAP,
+    VALUE,
+    FourierMLP,
+    apply_jet,
+    apply_pair,
+    split_jet,
+)
 
 LOSS_NAMES = ("loss", "data", "pde")
-EXPLODE_FACTOR = 1e4  # a block whose mean loss exceeds this times the best so far diverged
-
-
-class DivergenceError(RuntimeError):
-    """Training diverged and the roll-backs did not recover it."""
 
 
 class Problem(NamedTuple):
     """Device-side data, nondimensional: voxel coordinates x (M, d) in the mask,
-    observed u (M, F, C) complex, kappa (F,), omega_ratio (F,), and ``count``, the
-    number of valid rows (rows past it pad a problem to a batch's common M)."""
+    observed u (M, F, C) complex, kappa (F,), omega_ratio (F,), ``count`` (the valid
+    rows; rows past it pad a problem to a batch's common M) and ``weight`` (F, C), the
+    weight of each field in both loss terms."""
 
-    x: jax.Array
-    u: jax.Array
-    kappa: jax.Array
-    omega_ratio: jax.Array
-    count: jax.Array
+    x: Any
+    u: Any
+    kappa: Any
+    omega_ratio: Any
+    count: Any
+    weight: Any
 
 
 class TrainState(NamedTuple):
@@ -51,114 +61,172 @@ class TrainState(NamedTuple):
     params: Any
     consts: Any
     opt_state: Any
-    step: jax.Array
-    key: jax.Array
+    step: Any
+    key: Any
 
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
-    """Static (hashable) description of the networks and the loss; keys the compile cache."""
+    """What the compiled program depends on, and nothing else (it keys the compile
+    cache): data shapes, network sizes, PDE form, batch size and PDE weight schedule.
+    Seeds, step counts, learning rates and Fourier scales are not in it."""
 
     ndim: int
     n_freq: int
     n_comp: int
-    sigma_u: float
-    sigma_mu: float
-    cfg: Config
+    width: int
+    depth: int
+    mu_width: int
+    mu_depth: int
+    n_features: int
+    activation: str
+    pde: str
+    mu_model: str
+    batch_size: int
+    pde_weight: float
+    pde_warmup: int
+
+    @classmethod
+    def of(cls, cfg: Config, ndim: int, n_freq: int, n_comp: int) -> Spec:
+        """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
+        :class:`~helmholtz_pinn.errors.ConfigError` here."""
+        forms.get(cfg.pde)
+        fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp"}
+        return cls(ndim, n_freq, n_comp, **{k: getattr(cfg, k) for k in sorted(fields)})
 
     @property
-    def u_net(self) -> FourierMLP:
-        c = self.cfg
-        return FourierMLP(
+    def form(self) -> forms.Form:
+        return forms.get(self.pde)
+
+    @property
+    def u_order(self) -> int:
+        needs = self.form.needs
+        return (
+            HESS
+            if "hess_u" in needs
+            else LAP
+            if "lap_u" in needs
+            else GRAD
+            if "grad_u" in needs
+            else VALUE
+        )
+
+    @property
+    def mu_order(self) -> int:
+        return GRAD if {"grad_mu", "grad_aux"} & self.form.needs else VALUE
+
+    @property
+    def mu_outputs(self) -> int:
+        """Channels of the mu-network: the modulus, then 2 F per auxiliary field."""
+        return physics.mu_channels(self.n_freq, self.mu_model) + 2 * self.n_freq * self.form.aux
+
+    def networks(self, sigma_u: float, sigma_mu: float) -> tuple[FourierMLP, FourierMLP]:
+        """The u- and mu-networks; sigma (cycles per field of view) only sets B at init."""
+        u = FourierMLP(
             self.ndim,
             2 * self.n_freq * self.n_comp,
-            c.width,
-            c.depth,
-            c.n_features,
-            self.sigma_u,
-            c.activation,
+            self.width,
+            self.depth,
+            self.n_features,
+            sigma_u,
+            self.activation,
         )
-
-    @property
-    def mu_net(self) -> FourierMLP:
-        c = self.cfg
-        return FourierMLP(
+        mu = FourierMLP(
             self.ndim,
-            physics.mu_channels(self.n_freq, c.mu_model),
-            c.mu_width,
-            c.mu_depth,
-            c.n_features,
-            self.sigma_mu,
-            c.activation,
+            self.mu_outputs,
+            self.mu_width,
+            self.mu_depth,
+            self.n_features,
+            sigma_mu,
+            self.activation,
         )
+        return u, mu
 
 
-def make_optimizer(cfg: Config) -> optax.GradientTransformation:
-    """Adam whose rate lives in the optimizer state, so the host can change it."""
-    return optax.inject_hyperparams(optax.adam)(learning_rate=cfg.learning_rate)
+OPTIMIZER = optax.inject_hyperparams(optax.adam)  # the rate lives in the state: the host sets it
 
 
-def init_state(spec: Spec, seed: int) -> TrainState:
+def init_state(
+    spec: Spec, seed: int, sigma_u: float, sigma_mu: float, learning_rate: float
+) -> TrainState:
     """Initialise both networks (fixed Fourier matrices in ``consts``) and Adam."""
     key_u, key_mu, key_data = jax.random.split(jax.random.PRNGKey(seed), 3)
     x = jnp.zeros((1, spec.ndim), jnp.float32)
-    vu = spec.u_net.init(key_u, x)
-    vmu = spec.mu_net.init(key_mu, x)
+    u_net, mu_net = spec.networks(sigma_u, sigma_mu)
+    vu, vmu = u_net.init(key_u, x), mu_net.init(key_mu, x)
     params = {"u": vu["params"], "mu": vmu["params"]}
     consts = {"u": vu["constants"], "mu": vmu["constants"]}
-    opt_state = make_optimizer(spec.cfg).init(params)
+    opt_state = OPTIMIZER(learning_rate=learning_rate).init(params)
     return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
 
 
-def init_members(spec: Spec, seed: int, ensemble: int) -> TrainState:
-    """One state (``ensemble`` 1), or ``ensemble`` states of seeds seed, seed + 1, ...
-    stacked on a leading member axis."""
-    if ensemble == 1:
-        return init_state(spec, seed)
-    return stack_trees([init_state(spec, seed + e) for e in range(ensemble)])
-
-
 def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.Array):
-    """u' (N, F, C), Lap u', grad u' (hetero only), mu' (N, F) and grad mu' at points x (N, d).
+    """The :class:`helmholtz_pinn.forms.Fields` the PDE form needs, at points x (N, d).
 
-    Both networks go through :func:`helmholtz_pinn.model.apply_pair`: stacked into one
-    batched network for small batches (fewer device ops), separate for large ones.
+    Both networks go through :func:`helmholtz_pinn.model.apply_pair`, each carrying only
+    the derivative order the form asks for.
     """
-    hetero = spec.cfg.pde == "hetero"
-    order_mu = 1 if hetero else 0
-    su, smu = apply_pair(params, consts, x, spec.cfg.activation, (2, order_mu))
-    ju = split_jet(su, spec.ndim, 2)
-    jm = split_jet(smu, spec.ndim, order_mu)
-    mu, grad_mu = physics.mu_complex(jm.value, jm.grad, omega_ratio, spec.cfg.mu_model)
-    to_c = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
-    return to_c(ju.value), to_c(ju.lap), to_c(ju.grad) if hetero else None, mu, grad_mu
+    su, smu = apply_pair(params, consts, x, spec.activation, (spec.u_order, spec.mu_order))
+    ju = split_jet(su, spec.ndim, spec.u_order)
+    jm = split_jet(smu, spec.ndim, spec.mu_order)
+    n_mu = physics.mu_channels(spec.n_freq, spec.mu_model)
+    grad_m = None if jm.grad is None else jm.grad[..., :n_mu]
+    mu, grad_mu = physics.mu_complex(jm.value[..., :n_mu], grad_m, omega_ratio, spec.mu_model)
+    to_u = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
+    to_a = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.form.aux)
+
+    def maybe(fn, a, cut=slice(None)):
+        return None if a is None else fn(a[..., cut])
+
+    aux = slice(n_mu, None)
+    return forms.Fields(
+        u=to_u(ju.value),
+        grad_u=maybe(to_u, ju.grad),
+        lap_u=maybe(to_u, ju.lap),
+        hess_u=maybe(to_u, ju.hess),
+        mu=mu,
+        grad_mu=grad_mu,
+        aux=to_a(jm.value[..., aux]) if spec.form.aux else None,
+        grad_aux=maybe(to_a, jm.grad, aux) if spec.form.aux else None,
+    )
 
 
-def loss_terms(params, consts, spec: Spec, problem: Problem, x, u_obs, weight):
-    """(data loss, PDE loss) on a batch: weighted means of |u' - u'_obs|^2 and |r|^2.
+def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
+    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,)): weighted means
+    of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding) and fields (w_fc).
+    The one place the loss is formed."""
+    x, u_obs, point = batch
+    f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)
+    r = spec.form.residual(f, problem.kappa)
+    w_fc = problem.weight
+    norm = jnp.sum(point) * jnp.sum(w_fc)
 
-    ``weight`` (N,) is 1 for used points and 0 for padding.
-    """
-    u, lap_u, grad_u, mu, grad_mu = evaluate_fields(params, consts, spec, x, problem.omega_ratio)
-    if spec.cfg.pde == "hetero":
-        r = physics.hetero_residual(u, grad_u, lap_u, mu, grad_mu, problem.kappa)
-    else:
-        r = physics.helmholtz_residual(u, lap_u, mu, problem.kappa)
-    norm = jnp.sum(weight) * u.shape[1] * u.shape[2]
-    data = jnp.sum(weight[:, None, None] * jnp.abs(u - u_obs) ** 2) / norm
-    return data, jnp.sum(weight[:, None, None] * jnp.abs(r) ** 2) / norm
+    def mean(sq, w_field):
+        return jnp.sum(point[:, None, None] * w_field[None] * sq) / norm
+
+    data = mean(jnp.abs(f.u - u_obs) ** 2, w_fc)
+    # a form may give K residual components per frequency (K != C): weight by frequency
+    w_r = (
+        w_fc
+        if r.shape[-1] == w_fc.shape[-1]
+        else jnp.broadcast_to(
+            jnp.mean(w_fc, axis=-1, keepdims=True) * w_fc.shape[-1] / r.shape[-1], r.shape[1:]
+        )
+    )
+    return data, mean(jnp.abs(r) ** 2, w_r)
 
 
-def pde_weight(step: jax.Array, cfg: Config) -> jax.Array:
+def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
     """w(step) = pde_weight * min(1, step / pde_warmup)."""
-    if cfg.pde_warmup == 0:
-        return jnp.asarray(cfg.pde_weight, jnp.float32)
-    return cfg.pde_weight * jnp.minimum(1.0, step.astype(jnp.float32) / cfg.pde_warmup)
+    if spec.pde_warmup == 0:
+        return jnp.asarray(spec.pde_weight, jnp.float32)
+    return spec.pde_weight * jnp.minimum(1.0, step.astype(jnp.float32) / spec.pde_warmup)
 
 
 def sample_batch(problem: Problem, key: jax.Array, step: jax.Array, size: int):
     """(x, u_obs, weight): ``size`` valid voxels drawn uniformly from fold_in(key, step),
-    or every row (padding weighted 0) when ``size`` >= M."""
+    or every row (padding weighted 0) when ``size`` >= M. The one place that decides
+    between full batch and sampling."""
     n = problem.x.shape[0]
     if size >= n:
         return problem.x, problem.u, (jnp.arange(n) < problem.count).astype(jnp.float32)
@@ -166,46 +234,60 @@ def sample_batch(problem: Problem, key: jax.Array, step: jax.Array, size: int):
     return problem.x[idx], problem.u[idx], jnp.ones((size,), jnp.float32)
 
 
-def train_step(state: TrainState, problem: Problem, spec: Spec) -> tuple[TrainState, jax.Array]:
-    """One full step: sample, loss, gradient for both networks, Adam update."""
-    cfg = spec.cfg
-    x, u_obs, weight = sample_batch(problem, state.key, state.step, cfg.batch_size)
-    w = pde_weight(state.step, cfg)
+def train_step(
+    state: TrainState, problem: Problem, spec: Spec, *, axis_name: str | None = None
+) -> tuple[TrainState, jax.Array]:
+    """One full step: sample, loss, gradient for both networks, Adam update.
+
+    With ``axis_name`` (inside ``shard_map``) ``problem`` is this device's shard (its
+    ``count`` of shape (1,)); the device samples with key fold_in(key, device index) and
+    the gradient and losses are the share-weighted sums over devices (the global mean).
+    """
+    key = state.key
+    if axis_name is not None:
+        problem = problem._replace(count=problem.count[0])
+        key = jax.random.fold_in(key, jax.lax.axis_index(axis_name))
+    batch = sample_batch(problem, key, state.step, spec.batch_size)
+    w = pde_weight(state.step, spec)
 
     def loss_fn(params):
-        data, pde = loss_terms(params, state.consts, spec, problem, x, u_obs, weight)
+        data, pde = loss_terms(params, state.consts, spec, problem, batch)
         return data + w * pde, (data, pde)
 
     (loss, (data, pde)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    updates, opt_state = make_optimizer(cfg).update(grads, state.opt_state, state.params)
+    losses = jnp.stack([loss, data, pde])
+    if axis_name is not None:
+        share = jnp.sum(batch[2]) / jax.lax.psum(jnp.sum(batch[2]), axis_name)
+        grads, losses = jax.lax.psum(jax.tree.map(lambda g: share * g, (grads, losses)), axis_name)
+    updates, opt_state = OPTIMIZER(learning_rate=0.0).update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    new = TrainState(params, state.consts, opt_state, state.step + 1, state.key)
-    return new, jnp.stack([loss, data, pde])
+    return TrainState(params, state.consts, opt_state, state.step + 1, state.key), losses
 
 
-def block_fn(spec: Spec, n_steps: int, batched: str | None = None) -> Callable:
+def block_fn(
+    spec: Spec,
+    n_steps: int,
+    *,
+    members: bool = False,
+    shared_problem: bool = False,
+    axis_name: str | None = None,
+) -> Callable:
     """``(state, problem) -> (state, losses (n_steps, 3))``: n_steps steps in one scan.
 
-    ``batched``: None for one fit; "stacked" vmaps over states and problems with a
-    leading member axis (independent slices); "shared" vmaps over states only (an
-    ensemble of seeds on one problem).
+    ``members``: the state has a leading member axis (independent fits, vmapped); the
+    problem has one too unless ``shared_problem`` (an ensemble of seeds on one problem).
+    ``axis_name``: see :func:`train_step`. The one scan of the package.
     """
 
     def block(state: TrainState, problem: Problem):
-        return jax.lax.scan(lambda s, _: train_step(s, problem, spec), state, None, n_steps)
+        def body(s, _):
+            return train_step(s, problem, spec, axis_name=axis_name)
 
-    if batched is None:
+        return jax.lax.scan(body, state, None, n_steps)
+
+    if not members:
         return block
-    if batched not in ("stacked", "shared"):
-        raise ValueError(f"batched must be None, 'stacked' or 'shared'; got {batched!r}")
-    return jax.vmap(block, in_axes=(0, 0 if batched == "stacked" else None))
-
-
-@functools.lru_cache(maxsize=32)
-def make_block(spec: Spec, n_steps: int, batched: str | None = None) -> Callable:
-    """The jitted :func:`block_fn`, cached per (spec, n_steps, batched): refits never
-    recompile."""
-    return jax.jit(block_fn(spec, n_steps, batched))
+    return jax.vmap(block, in_axes=(0, None if shared_problem else 0))
 
 
 def set_learning_rate(state: TrainState, lr) -> TrainState:
@@ -219,200 +301,14 @@ def set_learning_rate(state: TrainState, lr) -> TrainState:
     return state._replace(opt_state=state.opt_state._replace(hyperparams=hyper))
 
 
-@dataclasses.dataclass
-class Plateau:
-    """Reduce-on-plateau on the block-mean loss (host side, between blocks).
-
-    ``stopped`` becomes True when the loss stalls for ``plateau_patience`` blocks with the
-    rate already at ``min_lr`` (early stop).
-    """
-
-    lr: float
-    best: float = math.inf
-    wait: int = 0
-    stopped: bool = False
-
-    def update(self, loss: float, cfg: Config) -> float:
-        if loss < self.best * 0.99:
-            self.best, self.wait = loss, 0
-        else:
-            self.wait += 1
-            if self.wait >= cfg.plateau_patience:
-                self.stopped = self.lr <= cfg.min_lr
-                self.lr, self.wait = max(self.lr * cfg.plateau_factor, cfg.min_lr), 0
-        return self.lr
-
-
-@dataclasses.dataclass
-class HostState:
-    """What the host loop carries between blocks (saved with checkpoints)."""
-
-    plateaus: list[Plateau]
-    retries: list[int]
-    history: list[dict]
-    elapsed_s: float = 0.0
-
-    @classmethod
-    def new(cls, cfg: Config, members: int) -> HostState:
-        return cls([Plateau(cfg.learning_rate) for _ in range(members)], [0] * members, [])
-
-    def rates(self) -> np.ndarray:
-        """Current rate per member; 0 for stopped members (Adam then leaves them fixed)."""
-        return np.array([0.0 if p.stopped else p.lr for p in self.plateaus])
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> HostState:
-        return cls(
-            [Plateau(**p) for p in d["plateaus"]],
-            list(d["retries"]),
-            list(d["history"]),
-            float(d.get("elapsed_s", 0.0)),
-        )
-
-
-def fit(
-    state: TrainState,
-    problem: Problem,
-    spec: Spec,
-    *,
-    batched: str | None = None,
-    host: HostState | None = None,
-    callback: Callable[[dict], bool | None] | None = None,
-    on_block: Callable[[TrainState, HostState], None] | None = None,
-    progress: bool = True,
-    block: Callable | None = None,
-) -> tuple[TrainState, list[dict]]:
-    """Run ceil(steps / sync_interval) blocks; read the losses once per block.
-
-    Between blocks, per member: a non-finite or exploding loss rolls every member back to
-    the last good state (the others recompute the same block bit for bit) with the
-    diverged member's rate halved, at most ``max_retries`` times, else
-    :class:`DivergenceError`; after the PDE warm-up the plateau schedule sets the rate
-    and stops a member that no longer improves. ``callback(record)`` may return True to
-    stop; ``on_block(state, host)`` sees each good block (checkpoints); ``host`` resumes a
-    loop. With ``batched`` ("stacked"/"shared", see :func:`make_block`) the state has a
-    leading member axis and records hold one value per member. ``block`` replaces
-    ``make_block(spec, sync_interval, batched)`` with another compiled block of the same
-    signature (sharded runs: :mod:`helmholtz_pinn.sharding`).
-    """
-    cfg = spec.cfg
-    block = block or make_block(spec, cfg.sync_interval, batched)
-    n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
-    members = 1 if batched is None else int(state.step.shape[0])
-    host = host or HostState.new(cfg, members)
-    bar = _progress_bar(n_blocks * cfg.sync_interval, progress)
-    bar.update(len(host.history) * cfg.sync_interval)
-    t0 = time.perf_counter() - host.elapsed_s
-    good = state = _with_rates(state, host, batched)
-    while len(host.history) < n_blocks and not all(p.stopped for p in host.plateaus):
-        new, losses = block(state, problem)
-        losses = np.asarray(losses).reshape(members, cfg.sync_interval, 3)  # one host read
-        mean = losses.mean(axis=1)
-        best = np.array([p.best for p in host.plateaus])
-        bad = ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
-        if bad.any():
-            _roll_back(
-                host,
-                np.flatnonzero(bad),
-                int(np.asarray(good.step).max()),
-                mean,
-                bar,
-                cfg.max_retries,
-            )
-            state = _with_rates(good, host, batched)
-            continue
-        step = int(np.asarray(new.step).max())
-        if step > cfg.pde_warmup:
-            for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
-                if not p.stopped:
-                    p.update(float(loss), cfg)
-        good = state = _with_rates(new, host, batched)
-        host.elapsed_s = time.perf_counter() - t0
-        record = _record(step, host, mean, losses[:, -1], batched is not None)
-        host.history.append(record)
-        bar.update(cfg.sync_interval)
-        bar.set_postfix(
-            loss=f"{mean[:, 0].max():.3e}",
-            pde=f"{mean[:, 2].max():.2e}",
-            lr=f"{host.plateaus[0].lr:.1e}",
-        )
-        if on_block is not None:
-            on_block(state, host)
-        if callback is not None and callback(record):
-            break
-    bar.close()
-    return state, host.history
-
-
-def _with_rates(state: TrainState, host: HostState, batched: str | None) -> TrainState:
-    rates = host.rates()
-    return set_learning_rate(state, rates if batched is not None else rates[0])
-
-
-def _roll_back(
-    host: HostState, bad: np.ndarray, step: int, mean: np.ndarray, bar, max_retries: int
-) -> None:
-    """Halve the rate of diverged members, or raise once one has used its retries."""
-    for i in bad:
-        if host.retries[i] >= max_retries:
-            bar.close()
-            who = "" if len(host.plateaus) == 1 else f" (member {i})"
-            raise DivergenceError(
-                f"loss diverged at step {step}{who} ({mean[i, 0]:.3g}) after "
-                f"{host.retries[i]} roll-backs; try a smaller --learning-rate than "
-                f"{host.plateaus[i].lr:.2g}"
-            )
-        host.retries[i] += 1
-        host.plateaus[i].lr *= 0.5
-
-
-def _record(step: int, host: HostState, mean, last, batched: bool) -> dict:
-    def value(column):
-        return [float(v) for v in column] if batched else float(column[0])
-
-    rates = host.rates()
-    return {
-        "step": step,
-        "time_s": host.elapsed_s,
-        "lr": [float(r) for r in rates] if batched else float(rates[0]),
-        **{n: value(mean[:, k]) for k, n in enumerate(LOSS_NAMES)},
-        **{f"last_{n}": value(last[:, k]) for k, n in enumerate(LOSS_NAMES)},
-        "retries": host.retries if batched else host.retries[0],
-    }
-
-
-def member_record(record: dict, rows: int | slice) -> dict:
-    """A batched history record restricted to member(s) ``rows`` (scalars unchanged)."""
-
-    def pick(v):
-        if not isinstance(v, list):
-            return v
-        return v[rows] if isinstance(rows, int) else list(v[rows])
-
-    return {k: pick(v) for k, v in record.items()}
-
-
 def stack_trees(trees: list) -> Any:
-    """Stack pytrees of equal structure along a new leading member axis."""
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
+    """Stack pytrees of equal structure along a new leading member axis (NumPy, host)."""
+    return jax.tree.map(lambda *leaves: np.stack([np.asarray(a) for a in leaves]), *trees)
 
 
 def unstack_tree(tree: Any, members: int) -> list:
     """The inverse of :func:`stack_trees`."""
     return [jax.tree.map(lambda leaf, i=i: leaf[i], tree) for i in range(members)]
-
-
-def _progress_bar(total: int, enabled: bool):
-    if not enabled:
-        from tqdm import tqdm
-
-        return tqdm(total=total, disable=True)
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, unit="step", dynamic_ncols=True)
 
 
 def predict(
@@ -424,21 +320,17 @@ def predict(
         fn(state.params, state.consts, jnp.asarray(x[i : i + chunk]), jnp.asarray(omega_ratio))
         for i in range(0, len(x), chunk)
     ]
-    return (
-        np.concatenate([np.asarray(p[0]) for p in parts]),
-        np.concatenate([np.asarray(p[1]) for p in parts]),
-    )
+    return tuple(np.concatenate([np.asarray(p[k]) for p in parts]) for k in (0, 1))
 
 
 @functools.lru_cache(maxsize=32)
 def _predict_fn(spec: Spec):
+    n_mu = physics.mu_channels(spec.n_freq, spec.mu_model)
+
     def fn(params, consts, x, omega_ratio):
-        vu = {"params": params["u"], "constants": consts["u"]}
-        vmu = {"params": params["mu"], "constants": consts["mu"]}
-        u = physics.u_complex(spec.u_net.apply(vu, x)[0], spec.n_freq, spec.n_comp)
-        mu, _ = physics.mu_complex(
-            spec.mu_net.apply(vmu, x)[0], None, omega_ratio, spec.cfg.mu_model
-        )
-        return u, mu
+        u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE)[0]
+        m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE)[0]
+        mu, _ = physics.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
+        return physics.u_complex(u, spec.n_freq, spec.n_comp), mu
 
     return jax.jit(fn)

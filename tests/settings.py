@@ -1,4 +1,9 @@
-"""Shared tiny inversion settings for fast CPU tests (a few seconds per fit)."""
+"""Shared tiny inversion settings for fast CPU tests (a few seconds per fit), and
+small analytic datasets."""
+
+import numpy as np
+
+from helmholtz_pinn.data import Dataset
 
 SMALL = dict(
     width=16,
@@ -12,3 +17,22 @@ SMALL = dict(
     pde_warmup=3,
     mu_ref=3000.0,
 )
+
+
+def plane_wave_dataset(n=16, h=1e-3, freqs=(60.0, 90.0), g=3000.0, eta=1.0):
+    """Two plane waves per frequency in a homogeneous Voigt medium (exact solution)."""
+    freqs = np.asarray(freqs)
+    mu = g + 1j * 2 * np.pi * freqs * eta
+    x = np.arange(n)[:, None] * h
+    y = np.arange(n)[None, :] * h
+    u = []
+    for f, m in zip(freqs, mu, strict=True):
+        k = np.sqrt(1000 * (2 * np.pi * f) ** 2 / m)
+        u.append([np.exp(1j * k * (0.8 * x + 0.6 * y)), np.exp(1j * k * (-0.6 * x + 0.8 * y))])
+    return Dataset(
+        u=np.array(u),
+        frequency=freqs,
+        spacing=np.array([h, h]),
+        mask=np.ones((n, n), bool),
+        mu=mu[:, None, None] * np.ones((1, n, n)),
+    )

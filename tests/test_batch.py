@@ -11,17 +11,14 @@ import numpy as np
 import pytest
 from settings import SMALL
 
-from helmholtz_pinn import batch, inversion, physics, sharding, train
+from helmholtz_pinn import forms, inversion, physics, train
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.data import Dataset, z_slices
+from helmholtz_pinn.errors import DatasetError, InputError
 from helmholtz_pinn.model import FourierMLP, apply_jet
 
 N, H, FREQS = 12, 1.5e-3, (60.0, 90.0)
 RTOL = 2e-5
-
-four_devices = pytest.mark.skipif(
-    jax.device_count() != 4, reason="needs 4 devices (conftest's XLA_FLAGS host count)"
-)
 
 
 def wave(direction, mu_pa, shape):
@@ -63,7 +60,7 @@ def slices():
 
 @pytest.fixture(scope="module")
 def batched(slices):
-    return batch.invert_many(slices, Config(**SMALL), devices=1, progress=False)
+    return inversion.invert(slices, Config(**SMALL), devices=1, progress=False)
 
 
 def assert_same_fit(a, b):
@@ -83,14 +80,13 @@ def test_batched_run_equals_separate_runs(slices, batched):
     assert np.max(np.abs(batched[0].u_fit - batched[2].u_fit)) > 0.1
 
 
-@four_devices
-def test_sharded_batched_run_equals_single_device(slices, batched):
-    sharded = batch.invert_many(slices, Config(**SMALL), devices=4, progress=False)
+def test_sharded_batched_run_equals_single_device(slices, batched, four_devices):
+    sharded = inversion.invert(slices, Config(**SMALL), devices=4, progress=False)
     for a, b in zip(sharded, batched, strict=True):
         assert a.metrics["devices"] == 4
         assert_same_fit(a, b)
     # 3 members on 4 devices: padded with a copy, which is dropped again
-    three = batch.invert_many(slices[:3], Config(**SMALL), devices=4, progress=False)
+    three = inversion.invert(slices[:3], Config(**SMALL), devices=4, progress=False)
     assert len(three) == 3 and len(three[0].history[-1]) == len(batched[0].history[-1])
     for a, b in zip(three, batched[:3], strict=True):
         assert_same_fit(a, b)
@@ -100,22 +96,21 @@ def test_invert_many_refuses_mixed_grids(slices):
     other = Dataset(
         u=np.ones((2, 1, N, N + 1), complex), frequency=np.asarray(FREQS), spacing=np.array([H, H])
     )
-    with pytest.raises(ValueError, match=r"datasets\[1\] has grid \(12, 13\)"):
-        batch.invert_many([slices[0], other], Config(**SMALL))
-    with pytest.raises(TypeError, match="non-empty list"):
-        batch.invert_many([], Config(**SMALL))
+    with pytest.raises(InputError, match=r"datasets\[1\] has grid \(12, 13\)"):
+        inversion.invert([slices[0], other], Config(**SMALL))
+    with pytest.raises(InputError, match="non-empty list"):
+        inversion.invert([], Config(**SMALL))
 
 
 def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
-    cfg = batch.shared_scales(slices, Config(**{**SMALL, "mu_ref": None}))
+    cfg = inversion.shared_settings(slices, Config(**{**SMALL, "mu_ref": None}))
     estimates = [inversion.reference_modulus(d, Config()) for d in slices]
     assert cfg.mu_ref == pytest.approx(np.median(estimates))
     cycles = max(inversion.wave_cycles(d, cfg.mu_ref) for d in slices)
     assert cfg.sigma_u == pytest.approx(Config().sigma_factor_u * cycles)
 
 
-@four_devices
-def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path):
+def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path, four_devices):
     """5 z-slices, slice 2 without mask: 4 fits (as many as devices, so sharded)."""
     nz = 5
     mu = 3000.0 + 1j * 2 * np.pi * np.asarray(FREQS)
@@ -129,7 +124,7 @@ def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path):
         mask=mask,
         mu=mu[:, None, None, None] * np.ones((1, N, N, nz)),
     )
-    result = batch.invert_slicewise(volume, Config(**SMALL), progress=False)
+    result = inversion.invert(volume, Config(**SMALL), slicewise=True, progress=False)
     assert result.metrics["slices_skipped"] == [2]
     assert result.metrics["slices_fitted"] == [0, 1, 3, 4]
     assert result.metrics["devices"] == 4
@@ -142,8 +137,8 @@ def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path):
 
 
 def test_slice_datasets_needs_a_volume(slices):
-    with pytest.raises(ValueError, match="needs a 3-D dataset"):
-        batch.slice_datasets(slices[0])
+    with pytest.raises(DatasetError, match="needs a 3-D dataset"):
+        z_slices(slices[0])
 
 
 # --- whole-volume (3-D) inversion: jets and residual in three dimensions ---------------
@@ -184,13 +179,12 @@ def test_3d_plane_wave_residual_vanishes(pde):
     grad = (1j * kn[:, None] * u[None, :, 0, 0])[..., None, None]
     mu = np.full((30, 1), mu_pa / mu_ref)
     kappa = jnp.asarray(scales.kappa)
-    r = (
-        physics.helmholtz_residual(u, lap, mu, kappa)
-        if pde == "helmholtz"
-        else physics.hetero_residual(u, grad, lap, mu, np.zeros((3, 30, 1)), kappa)
-    )
+    form = forms.get(pde)
+    zero = np.zeros((3, 30, 1))
+    r = form.residual(forms.Fields(u, grad, lap, None, mu, zero), kappa)
     assert np.max(np.abs(r)) < 1e-5
-    assert np.max(np.abs(physics.helmholtz_residual(u, lap, 1.1 * mu, kappa))) > 0.05
+    wrong = form.residual(forms.Fields(u, grad, lap, None, 1.1 * mu, zero), kappa)
+    assert np.max(np.abs(wrong)) > 0.05
     # the network path: u-net channels (Re, Im) = (cos z, sin z), z = kn.x; constant mu
     with jax.enable_x64(True):
         g = 3000.0 / mu_ref
@@ -203,27 +197,12 @@ def test_3d_plane_wave_residual_vanishes(pde):
                 "out_bias": np.array([np.log(np.expm1(g)) - physics.SOFTPLUS_ONE, 0.0]),
             },
         }
-        spec = train.Spec(3, 1, 1, 1.0, 1.0, Config(pde=pde))
+        spec = train.Spec.of(Config(pde=pde), 3, 1, 1)
         xs = jnp.asarray(x)
         fields = jax.jit(train.evaluate_fields, static_argnums=2)
-        u_net, lap_net, grad_net, mu_net, grad_mu = fields(
-            params, consts, spec, xs, jnp.asarray(scales.omega_ratio)
-        )
-        np.testing.assert_allclose(u_net[:, 0, 0], np.exp(1j * x @ kn), atol=1e-12)
-        np.testing.assert_allclose(mu_net, g, atol=1e-12)
-        kappa = jnp.asarray(scales.kappa)
-        r = (
-            physics.helmholtz_residual(u_net, lap_net, mu_net, kappa)
-            if pde == "helmholtz"
-            else physics.hetero_residual(u_net, grad_net, lap_net, mu_net, grad_mu, kappa)
-        )
+        f = fields(params, consts, spec, xs, jnp.asarray(scales.omega_ratio))
+        np.testing.assert_allclose(f.u[:, 0, 0], np.exp(1j * x @ kn), atol=1e-12)
+        np.testing.assert_allclose(f.mu, g, atol=1e-12)
+        r = form.residual(f, jnp.asarray(scales.kappa))
         assert np.max(np.abs(r)) < 1e-10
         assert apply_jet(params["u"], consts["u"], xs, "tanh", 2).shape == (5, 30, 2)
-
-
-def test_problem_bytes_per_voxel_documented():
-    """x float32 (d) + u complex64 (F C): 3-D, F = C = 3 is 84 bytes per voxel."""
-    assert sharding.bytes_per_voxel(3, 3, 3) == 84
-    prep = inversion.prepare(wave_slice(0.3), Config(**SMALL))
-    nbytes = prep.problem.x.nbytes + prep.problem.u.nbytes
-    assert nbytes == N * N * sharding.bytes_per_voxel(2, 2, 1)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import scipy.io
 
-from helmholtz_pinn.convert import arrange, convert, first_harmonic, read_mat
+from helmholtz_pinn.cli import main
 from helmholtz_pinn.data import DatasetError, load, save
+from helmholtz_pinn.scanner import arrange, convert, first_harmonic, read_mat
 
 GRID = (5, 7, 3)
 
@@ -275,3 +276,33 @@ def test_single_complex_nifti_vector_layout(tmp_path, u_ref):
 def test_complex_with_phase_axis_is_refused(u_ref):
     with pytest.raises(DatasetError, match="'t'"):
         arrange(u_ref[0], "cxyt")
+
+
+# --- command line ---
+
+
+def test_cli_converts_mat_file(tmp_path, u_ref):
+    """``helmholtz-pinn convert`` end to end: .mat in, dataset .npz out (metres)."""
+    path = tmp_path / "wave.mat"
+    scipy.io.savemat(path, {"U": u_ref[0, 0, :, :, 0]})  # complex (5, 7)
+    argv = ["convert", str(path), "--out", str(tmp_path / "d.npz"), "--frequency", "60"]
+    assert main([*argv, "--spacing", "1", "--spacing-unit", "mm"]) == 0
+    d = load(tmp_path / "d.npz")
+    assert d.u.shape == (1, 1, 5, 7)
+    np.testing.assert_array_equal(d.u[0, 0], u_ref[0, 0, :, :, 0])
+    np.testing.assert_array_equal(d.frequency, [60.0])
+    np.testing.assert_allclose(d.spacing, [1e-3, 1e-3])
+
+
+def test_cli_converts_nifti_pair(tmp_path, u_ref):
+    field = np.moveaxis(u_ref[0], 0, -1)  # (5, 7, 3, c=3)
+    re = _write_nifti(tmp_path / "u_real.nii.gz", field.real, (1.5, 2.0, 2.5))
+    im = _write_nifti(tmp_path / "u_imag.nii.gz", field.imag, (1.5, 2.0, 2.5))
+    out = tmp_path / "d.npz"
+    argv = ["convert", str(re), str(im), "--out", str(out), "--axes", "xyzc"]
+    assert main([*argv, "--frequency", "50"]) == 0
+    d = load(out)
+    assert d.u.shape == (1, 3, *GRID)
+    np.testing.assert_allclose(d.u[0], u_ref[0], rtol=1e-12)
+    np.testing.assert_array_equal(d.frequency, [50.0])
+    np.testing.assert_allclose(d.spacing, [1.5e-3, 2.0e-3, 2.5e-3])

@@ -53,3 +53,27 @@ def test_fourier_matrix_is_a_constant_with_the_configured_scale():
     assert "B" not in variables["params"]
     assert b.shape == (2, 4096)
     assert abs(float(jnp.std(b)) - 3.0) < 0.1
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sin"])
+@pytest.mark.parametrize("d", [2, 3])
+def test_second_derivative_jet_equals_jax_hessian(activation, d):
+    """The HESS jet (mixed d_i d_j for the Navier forms) equals jax.hessian in float64, its
+    trace equals the LAP jet, and the value and gradient rows equal the lower orders."""
+    with jax.enable_x64(True):
+        net = FourierMLP(
+            n_in=d, n_out=2, width=16, depth=2, n_features=8, sigma=2.0, activation=activation
+        )
+        x = jax.random.uniform(jax.random.key(3), (6, d), dtype=jnp.float64)
+        variables = net.init(jax.random.key(0), x)
+        variables = jax.tree.map(lambda a: a.astype(jnp.float64), variables)
+        jet = split_jet(net.apply(variables, x, order=model.HESS), d, model.HESS)
+        ref = jax.vmap(jax.hessian(lambda p: net.apply(variables, p[None])[0, 0]))(x)  # (N, n, d, d)
+        ref = jnp.moveaxis(ref, (2, 3), (0, 1))  # (d, d, N, n)
+        scale = jnp.max(jnp.abs(ref))
+        assert scale > 1.0 and jnp.max(jnp.abs(ref[0, 1])) > 0.1  # off-diagonals are not 0
+        assert jnp.max(jnp.abs(jet.hess - ref)) < 1e-11 * scale
+        lap = split_jet(net.apply(variables, x, order=model.LAP), d, model.LAP)
+        assert jnp.max(jnp.abs(jet.lap - lap.lap)) < 1e-11 * scale
+        assert jnp.allclose(jet.grad, lap.grad, rtol=0, atol=1e-13)
+        assert net.apply(variables, x, order=model.HESS).shape[0] == model.jet_rows(d, model.HESS)

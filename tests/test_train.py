@@ -4,30 +4,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from settings import SMALL
+from settings import SMALL, plane_wave_dataset
 
-from helmholtz_pinn import inversion, train
+from helmholtz_pinn import inversion, layout, loop, train
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.errors import DivergenceError
 
 
-def plane_wave_dataset(n=16, h=1e-3, freqs=(60.0, 90.0), g=3000.0, eta=1.0):
-    """Two plane waves per frequency in a homogeneous Voigt medium (exact solution)."""
-    freqs = np.asarray(freqs)
-    mu = g + 1j * 2 * np.pi * freqs * eta
-    x = np.arange(n)[:, None] * h
-    y = np.arange(n)[None, :] * h
-    u = []
-    for f, m in zip(freqs, mu, strict=True):
-        k = np.sqrt(1000 * (2 * np.pi * f) ** 2 / m)
-        u.append([np.exp(1j * k * (0.8 * x + 0.6 * y)), np.exp(1j * k * (-0.6 * x + 0.8 * y))])
-    return Dataset(
-        u=np.array(u),
-        frequency=freqs,
-        spacing=np.array([h, h]),
-        mask=np.ones((n, n), bool),
-        mu=mu[:, None, None] * np.ones((1, n, n)),
-    )
+def init(prep, seed=0, lr=1e-3):
+    return train.init_state(prep.spec, seed, prep.sigma_u, prep.sigma_mu, lr)
+
+
+def one_device(prep, members=0, shared=False):
+    return layout.Layout(tuple(jax.devices()[:1]), members, shared)
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +27,8 @@ def prepared():
 @pytest.mark.parametrize("pde", ["helmholtz", "hetero"])
 def test_scan_block_equals_single_steps(pde):
     prep = inversion.prepare(plane_wave_dataset(), Config(**SMALL, pde=pde))
-    state0 = train.init_state(prep.spec, 0)
-    blocked, losses = train.make_block(prep.spec, 5)(state0, prep.problem)
+    state0 = init(prep)
+    blocked, losses = layout.compile_block(prep.spec, 5, one_device(prep))(state0, prep.problem)
     step = jax.jit(train.train_step, static_argnums=2)
     state, single = state0, []
     for _ in range(5):
@@ -54,20 +43,31 @@ def test_scan_block_equals_single_steps(pde):
     assert max(jax.tree.leaves(moved)) > 1e-4
 
 
-def test_second_block_call_does_not_recompile(prepared):
-    block = train.make_block(prepared.spec, 5)
-    state = train.init_state(prepared.spec, 0)
-    state, _ = block(state, prepared.problem)
+def test_a_new_seed_step_count_or_rate_does_not_recompile():
+    """The compiled block is keyed by the program only: a second fit with another seed,
+    step count and learning rate reuses it (same object, no new cache entry)."""
+    ds = plane_wave_dataset()
+    inversion.invert(ds, Config(**SMALL), progress=False)
+    prep = inversion.prepare(ds, Config(**SMALL))
+    block = layout.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
     size = block._cache_size()
-    state = train.set_learning_rate(state, 1e-4)
-    state, _ = block(state, prepared.problem)
-    assert block._cache_size() == size
-    assert train.make_block(prepared.spec, 5) is block  # reused across fits
+    assert size >= 1  # compiled by the first fit
+    other = Config(**{**SMALL, "seed": 3, "steps": 15, "learning_rate": 5e-4})
+    inversion.invert(ds, other, progress=False)
+    again = layout.compile_block(
+        inversion.prepare(ds, other).spec, SMALL["sync_interval"], one_device(prep)
+    )
+    assert again is block and block._cache_size() == size
+    # a change of the program (network width) is a new entry: the test can fail
+    wider = inversion.prepare(ds, Config(**{**SMALL, "width": 24})).spec
+    assert layout.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
 
 
 def test_state_dtypes_and_shapes_are_stable(prepared):
-    state0 = train.init_state(prepared.spec, 0)
-    state1, _ = train.make_block(prepared.spec, 5)(state0, prepared.problem)
+    state0 = init(prepared)
+    state1, _ = layout.compile_block(prepared.spec, 5, one_device(prepared))(
+        state0, prepared.problem
+    )
     spec0 = jax.tree.map(lambda a: (a.shape, a.dtype), state0)
     spec1 = jax.tree.map(lambda a: (a.shape, a.dtype), state1)
     assert spec0 == spec1
@@ -82,43 +82,33 @@ def test_same_seed_same_modulus_different_seed_differs():
     assert np.max(np.abs(a.mu - c.mu)) > 1e-3 * np.max(np.abs(a.mu))
 
 
-def _poisoned(monkeypatch, bad_calls):
-    """Make the first ``bad_calls`` block calls return NaN losses (a forced divergence)."""
-    real = train.make_block
+def _poisoned(prepared, bad_calls):
+    """A block whose first ``bad_calls`` calls return NaN losses (a forced divergence)."""
+    real = layout.compile_block(prepared.spec, 5, one_device(prepared))
     calls = {"n": 0, "lr": []}
 
-    def make_block(*args):
-        block = real(*args)
+    def poisoned(state, problem):
+        calls["n"] += 1
+        calls["lr"].append(float(state.opt_state.hyperparams["learning_rate"]))
+        new, losses = real(state, problem)
+        return new, losses * (jnp.nan if calls["n"] <= bad_calls else 1.0)
 
-        def poisoned(state, problem):
-            calls["n"] += 1
-            calls["lr"].append(float(state.opt_state.hyperparams["learning_rate"]))
-            new, losses = block(state, problem)
-            return new, losses * (jnp.nan if calls["n"] <= bad_calls else 1.0)
-
-        return poisoned
-
-    monkeypatch.setattr(train, "make_block", make_block)
-    return calls
+    return poisoned, calls
 
 
-def test_divergence_rolls_back_and_lowers_the_rate(monkeypatch, prepared):
-    calls = _poisoned(monkeypatch, bad_calls=1)
-    cfg = prepared.spec.cfg
-    state, history = train.fit(
-        train.init_state(prepared.spec, 0), prepared.problem, prepared.spec, progress=False
-    )
+def test_divergence_rolls_back_and_lowers_the_rate(prepared):
+    cfg = Config(**SMALL)
+    block, calls = _poisoned(prepared, bad_calls=1)
+    state, history = loop.fit(init(prepared), prepared.problem, block, cfg, progress=False)
     assert int(state.step) == cfg.steps and len(history) == cfg.steps // cfg.sync_interval
     assert calls["lr"][:2] == pytest.approx([cfg.learning_rate, cfg.learning_rate / 2])
     assert history[-1]["retries"] == 1
 
 
-def test_persistent_divergence_raises(monkeypatch, prepared):
-    _poisoned(monkeypatch, bad_calls=100)
-    with pytest.raises(train.DivergenceError, match="diverged at step 0"):
-        train.fit(
-            train.init_state(prepared.spec, 0), prepared.problem, prepared.spec, progress=False
-        )
+def test_persistent_divergence_raises(prepared):
+    block, _ = _poisoned(prepared, bad_calls=100)
+    with pytest.raises(DivergenceError, match="diverged at step 0"):
+        loop.fit(init(prepared), prepared.problem, block, Config(**SMALL), progress=False)
 
 
 def test_callback_stops_early(prepared):
@@ -128,37 +118,39 @@ def test_callback_stops_early(prepared):
         seen.append(record["step"])
         return True
 
-    state, history = train.fit(
-        train.init_state(prepared.spec, 0),
-        prepared.problem,
-        prepared.spec,
-        callback=stop,
-        progress=False,
+    block = layout.compile_block(prepared.spec, 5, one_device(prepared))
+    state, history = loop.fit(
+        init(prepared), prepared.problem, block, Config(**SMALL), callback=stop, progress=False
     )
     assert seen == [5] and len(history) == 1 and int(state.step) == 5
 
 
-def test_pde_weight_warms_up_linearly():
-    cfg = Config(pde_weight=2.0, pde_warmup=100)
-    w = [float(train.pde_weight(jnp.asarray(s), cfg)) for s in (0, 50, 100, 500)]
+def test_pde_weight_warms_up_linearly(prepared):
+    import dataclasses
+
+    spec = dataclasses.replace(prepared.spec, pde_weight=2.0, pde_warmup=100)
+    w = [float(train.pde_weight(jnp.asarray(s), spec)) for s in (0, 50, 100, 500)]
     assert w == pytest.approx([0.0, 1.0, 2.0, 2.0])
 
 
 def test_plateau_lowers_rate_after_patience():
     cfg = Config(plateau_patience=2, plateau_factor=0.5, min_lr=1e-4)
-    p = train.Plateau(lr=1e-3)
+    p = loop.Plateau(lr=1e-3)
     rates = [p.update(v, cfg) for v in (1.0, 0.5, 0.5, 0.5, 0.5, 0.5)]
     assert rates == pytest.approx([1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4])
 
 
 def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepared):
     """vmapped members started from the same state stay identical (std 0); seeds differ."""
-    s0 = train.init_state(prepared.spec, 0)
-    same, _ = train.fit(
+    s0 = jax.device_get(init(prepared))
+    plan = one_device(prepared, members=2, shared=True)
+    block = layout.compile_block(prepared.spec, 5, plan)
+    same, _ = loop.fit(
         train.stack_trees([s0, s0]),
         prepared.problem,
-        prepared.spec,
-        batched="shared",
+        block,
+        Config(**SMALL),
+        members=2,
         progress=False,
     )
     a, b = train.unstack_tree(same, 2)
