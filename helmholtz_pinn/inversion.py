@@ -86,6 +86,8 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     cfg = shared_settings([dataset], cfg)
     spec = train.Spec.of(cfg, dataset.ndim, dataset.n_freq, dataset.n_comp)
     spec.form.check(dataset.n_comp)
+    if spec.form.transform is not None:
+        dataset = spec.form.transform(dataset)
     length = field_of_view(dataset)
     scales = physics.make_scales(dataset.frequency, length, cfg.mu_ref, dataset.rho)
     mask = dataset.mask.ravel()
@@ -99,6 +101,7 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
         omega_ratio=np.asarray(scales.omega_ratio, np.float32),
         count=np.asarray(int(mask.sum()), np.int32),
         weight=np.ones((dataset.n_freq, dataset.n_comp), np.float32),
+        scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
     )
     return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, u_scale)
 

@@ -172,9 +172,9 @@ def plan(
 def _problem_axes(layout: Layout) -> train.Problem:
     """PartitionSpecs of a Problem: rows split (data parallel) or members split."""
     if layout.data_parallel:
-        return train.Problem(P(AXIS), P(AXIS), P(), P(), P(AXIS), P())
+        return train.Problem(P(AXIS), P(AXIS), P(), P(), P(AXIS), P(), P())
     split = P() if layout.shared_problem or not layout.members else P(AXIS)
-    return train.Problem(split, split, split, split, split, split)
+    return train.Problem(*[split] * len(train.Problem._fields))
 
 
 def _state_axes(state, layout: Layout):

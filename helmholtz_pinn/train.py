@@ -44,8 +44,9 @@ LOSS_NAMES = ("loss", "data", "pde")
 class Problem(NamedTuple):
     """Device-side data, nondimensional: voxel coordinates x (M, d) in the mask,
     observed u (M, F, C) complex, kappa (F,), omega_ratio (F,), ``count`` (the valid
-    rows; rows past it pad a problem to a batch's common M) and ``weight`` (F, C), the
-    weight of each field in both loss terms."""
+    rows; rows past it pad a problem to a batch's common M), ``weight`` (F, C), the
+    weight of each field in both loss terms, and ``scale`` (F, C), each component's
+    data scale relative to the largest of its frequency."""
 
     x: Any
     u: Any
@@ -53,6 +54,7 @@ class Problem(NamedTuple):
     omega_ratio: Any
     count: Any
     weight: Any
+    scale: Any
 
 
 class TrainState(NamedTuple):
@@ -196,7 +198,7 @@ def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax
     of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding) and fields (w_fc).
     The one place the loss is formed."""
     x, u_obs, point = batch
-    f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)
+    f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)._replace(scale=problem.scale)
     r = spec.form.residual(f, problem.kappa)
     w_fc = problem.weight
     norm = jnp.sum(point) * jnp.sum(w_fc)

@@ -129,6 +129,7 @@ def test_pad_members_and_shard_voxels():
         np.ones(1),
         np.asarray(10),
         np.ones((1, 1)),
+        np.ones((1, 1)),
     )
     shards = layout.shard_voxels(problem, 4)
     assert shards.count.tolist() == [3, 3, 2, 2] and shards.x.shape == (12, 1)

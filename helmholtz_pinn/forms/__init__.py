@@ -30,7 +30,9 @@ class Fields(NamedTuple):
     u (N, F, C) complex; grad_u (d, N, F, C); lap_u (N, F, C); hess_u (d, d, N, F, C)
     (symmetric second derivatives d_i d_j u); mu (N, F) complex; grad_mu (d, N, F);
     aux (N, F, A) complex auxiliary fields of the form (e.g. a pressure), grad_aux
-    (d, N, F, A).
+    (d, N, F, A). scale (F, C): each component's data scale relative to the largest of
+    its frequency (u'_c scale_c is the field in one common unit per frequency; forms that
+    couple components need it).
     """
 
     u: Any
@@ -41,6 +43,7 @@ class Fields(NamedTuple):
     grad_mu: Any
     aux: Any = None
     grad_aux: Any = None
+    scale: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +58,8 @@ class Form:
       residual: ``(fields, kappa (F,)) -> r (N, F, K)`` complex, nondimensional.
       aux: complex auxiliary fields per frequency the mu-network also outputs (0: none).
       components: the displacement components the form accepts (None: any).
+      transform: ``dataset -> dataset`` applied before fitting (e.g. the curl of the
+        measured field), or None; the fit then describes the transformed field.
     """
 
     name: str
@@ -63,6 +68,7 @@ class Form:
     residual: Callable
     aux: int = 0
     components: tuple[int, ...] | None = None
+    transform: Callable | None = None
 
     def __post_init__(self):
         unknown = set(self.needs) - set(NEEDS)
