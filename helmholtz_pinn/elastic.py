@@ -23,6 +23,7 @@ returns a :class:`helmholtz_pinn.data.Dataset`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -36,6 +37,12 @@ from skfem.helpers import ddot, div, dot, sym_grad
 
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.phantoms import add_noise
+
+__all__ = [
+    "DEFAULT_FREQUENCIES", "LAYOUTS", "Inclusion", "Operators", "assemble", "box_mesh",
+    "component_of_dofs", "labels", "middle_slice", "nested_dissection", "sample", "shared_noise",
+    "simulate_elastic", "solve", "system_matrix",
+]  # fmt: skip
 
 DEFAULT_FREQUENCIES: tuple[float, ...] = (60.0, 80.0, 100.0)
 DEFAULT_DRIVE: tuple[float, float, float] = (1.0, 0.3, 0.1)
@@ -144,12 +151,7 @@ class Operators(NamedTuple):
 
 
 def assemble(
-    mesh: MeshTet,
-    storage: Field,
-    viscosity: Field,
-    lam: float,
-    rho: float,
-    absorbing: np.ndarray | None = None,
+    mesh: MeshTet, storage: Field, viscosity: Field, lam: float, rho: float, absorbing=None
 ) -> Operators:
     """Assemble the real matrices of the Navier-Cauchy operator on P2 vector tetrahedra.
 
@@ -164,7 +166,7 @@ def assemble(
     g = storage(x)
     ops = dict(
         k_storage=asm(_shear, basis, c=g),
-        k_viscosity=asm(_shear, basis, c=viscosity(x) + 0 * g),
+        k_viscosity=asm(_shear, basis, c=np.broadcast_to(viscosity(x), g.shape)),
         k_lambda=asm(_bulk, basis, c=np.full_like(g, lam)),
         mass=asm(_mass, basis, c=np.full_like(g, rho)),
     )
@@ -179,12 +181,8 @@ def assemble(
 
 def system_matrix(ops: Operators, omega: float) -> sparse.csr_matrix:
     """``A = K[G'] + i omega K[eta] + K[lambda] - omega^2 M + i omega C`` (complex symmetric)."""
-    return (
-        ops.k_storage
-        + ops.k_lambda
-        - omega**2 * ops.mass
-        + 1j * omega * (ops.k_viscosity + ops.damping)
-    ).tocsr()
+    real = ops.k_storage + ops.k_lambda - omega**2 * ops.mass
+    return (real + 1j * omega * (ops.k_viscosity + ops.damping)).tocsr()
 
 
 def nested_dissection(points: np.ndarray, leaf: int = 256) -> np.ndarray:
@@ -226,12 +224,8 @@ def solve(ops: Operators, omega: float, dofs: np.ndarray, values: np.ndarray) ->
     u = np.zeros(a.shape[0], complex)
     u[dofs] = values
     rows = a[free]
-    lu = splinalg.splu(
-        rows[:, free].tocsc(),
-        permc_spec="NATURAL",
-        diag_pivot_thresh=0.1,
-        options={"SymmetricMode": True},
-    )
+    options = {"permc_spec": "NATURAL", "diag_pivot_thresh": 0.1}
+    lu = splinalg.splu(rows[:, free].tocsc(), **options, options={"SymmetricMode": True})
     u[free] = lu.solve(-(rows[:, dofs] @ u[dofs]))
     return u
 
@@ -280,18 +274,15 @@ def _check_args(freqs, shape, spacing, drive, faces, z_faces, output, moduli) ->
         raise ValueError(f"spacing must be > 0 m, a scalar or 3 values; got {spacing.tolist()!r}")
     if drive.shape != (3,) or not np.isfinite(drive).all():
         raise ValueError(f"drive must be 3 finite amplitudes (x, y, z); got {drive.tolist()!r}")
-    for name, value, valid in (
-        ("faces", faces, FACES),
-        ("z_faces", z_faces, Z_FACES),
-        ("output", output, OUTPUTS),
-    ):
+    choices = (("faces", faces, FACES), ("z_faces", z_faces, Z_FACES), ("output", output, OUTPUTS))
+    for name, value, valid in choices:
         if value not in valid:
             raise ValueError(f"{name} must be one of {valid}; got {value!r}")
-    bad = {
-        k: v
-        for k, v in moduli.items()
-        if v is None or not np.isfinite(v) or v < 0 or (v == 0 and k != "viscosity")
-    }
+
+    def ok(name: str, v) -> bool:
+        return v is not None and np.isfinite(v) and (v > 0 or (v == 0 and name == "viscosity"))
+
+    bad = {k: v for k, v in moduli.items() if not ok(k, v)}
     if bad:
         raise ValueError(f"lam, rho, background, mesh_size must be > 0, viscosity >= 0; got {bad}")
 
@@ -398,11 +389,9 @@ def simulate_elastic(
     for i, f in enumerate(freqs):
         field = solve(ops, 2 * np.pi * f, dirichlet, values)
         u[i] = sample(ops.basis, field, centres).reshape(3, *grid)
-    if noise_db is not None:  # one noise level for all components (as in a scanner)
-        u = add_noise(u.reshape(freqs.size, 1, -1), noise_db, seed).reshape(u.shape)
     region = labels(layout, extent, centres).reshape(grid)
     omega = 2 * np.pi * freqs.reshape(-1, *[1] * len(grid))
-    return Dataset(
+    clean = Dataset(
         u=u,
         frequency=freqs,
         spacing=np.array(h[: len(grid)]),
@@ -411,3 +400,22 @@ def simulate_elastic(
         regions=region,
         rho=float(rho),
     )
+    return clean if noise_db is None else shared_noise(clean, noise_db, seed)
+
+
+def shared_noise(data: Dataset, noise_db: float, seed: int = 0) -> Dataset:
+    """``data`` with :func:`phantoms.add_noise` at ``noise_db`` dB relative to the mean
+    power of all components per frequency: one absolute noise level for every component
+    (as in a scanner), so a weak component has a lower SNR."""
+    u = add_noise(data.u.reshape(data.n_freq, 1, -1), noise_db, seed).reshape(data.u.shape)
+    return dataclasses.replace(data, u=u)
+
+
+def middle_slice(data: Dataset) -> Dataset:
+    """The z-slice ``nz // 2`` of a volume (what ``output="slice"`` samples)."""
+    if data.ndim != 3:
+        raise ValueError(f"middle_slice needs a volume (F, C, nx, ny, nz); got {data.u.shape}")
+    k = data.grid[2] // 2
+    fields = dict(u=data.u, mask=data.mask, mu=data.mu, regions=data.regions)
+    sliced = {name: None if a is None else a[..., k] for name, a in fields.items()}
+    return dataclasses.replace(data, spacing=data.spacing[:2], **sliced)
