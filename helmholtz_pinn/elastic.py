@@ -16,9 +16,8 @@ coefficient fields evaluated at the quadrature points, and every frequency solve
 
     (K[G'] + i omega K[eta] + K[lambda] - omega^2 M + i omega C) u = 0,  u = u_D on Dirichlet dofs
 
-(complex symmetric) with a sparse direct LU. :func:`simulate_elastic` builds an MRE
-phantom (a slab driven on its ``y = 0`` face), samples ``u`` at the voxel centres and
-returns a :class:`helmholtz_pinn.data.Dataset`.
+(complex symmetric, sparse direct LU). :func:`simulate_elastic` drives a slab phantom on
+its ``y = 0`` face and returns ``u`` at the voxel centres as a :class:`Dataset`.
 """
 
 from __future__ import annotations
@@ -65,23 +64,16 @@ class Inclusion(NamedTuple):
     angle: float = 0.0
 
 
-def _four_target() -> tuple[Inclusion, ...]:
-    centres = ((0.3125, 0.3), (0.3125, 0.7), (0.7, 0.3), (0.7, 0.7))  # phantoms.four_target
-    return tuple(
-        Inclusion(c, (r, r), 10e3) for c, r in zip(centres, (10e-3, 5e-3, 3e-3, 2e-3), strict=True)
-    )
-
-
-def _two_ellipse() -> tuple[Inclusion, ...]:
-    return (
+_FOUR_CENTRES = ((0.3125, 0.3), (0.3125, 0.7), (0.7, 0.3), (0.7, 0.7))  # as phantoms.four_target
+LAYOUTS: dict[str, tuple[Inclusion, ...]] = {
+    "four-target": tuple(
+        Inclusion(c, (r, r), 10e3)
+        for c, r in zip(_FOUR_CENTRES, (10e-3, 5e-3, 3e-3, 2e-3), strict=True)
+    ),
+    "two-ellipse": (
         Inclusion((0.35, 0.32), (14e-3, 8e-3), 6e3, math.radians(30)),
         Inclusion((0.62, 0.7), (7e-3, 12e-3), 1.5e3, math.radians(-20)),
-    )
-
-
-LAYOUTS: dict[str, Callable[[], tuple[Inclusion, ...]]] = {
-    "four-target": _four_target,
-    "two-ellipse": _two_ellipse,
+    ),
 }
 
 
@@ -118,19 +110,10 @@ def box_mesh(extent: Sequence[float], mesh_size: float) -> MeshTet:
 # --------------------------------------------------------------------------- assembly
 
 
-@BilinearForm
-def _shear(u, v, w):
-    return 2.0 * w.c * ddot(sym_grad(u), sym_grad(v))
-
-
-@BilinearForm
-def _bulk(u, v, w):
-    return w.c * div(u) * div(v)
-
-
-@BilinearForm
-def _mass(u, v, w):
-    return w.c * dot(u, v)
+# weak forms: c is a real coefficient field at the quadrature points, w.n the facet normal
+_shear = BilinearForm(lambda u, v, w: 2.0 * w.c * ddot(sym_grad(u), sym_grad(v)))
+_bulk = BilinearForm(lambda u, v, w: w.c * div(u) * div(v))
+_mass = BilinearForm(lambda u, v, w: w.c * dot(u, v))
 
 
 @BilinearForm
@@ -162,7 +145,7 @@ def assemble(
     incidence (``C`` is assembled here, the factor ``i omega`` is applied per frequency).
     """
     basis = Basis(mesh, ElementVector(ElementTetP2()), intorder=4)
-    x = basis.global_coordinates().value
+    x = np.asarray(basis.global_coordinates())
     g = storage(x)
     ops = dict(
         k_storage=asm(_shear, basis, c=g),
@@ -172,7 +155,7 @@ def assemble(
     )
     if absorbing is not None and len(absorbing):
         fb = FacetBasis(mesh, basis.elem, facets=absorbing, intorder=4)
-        gf = storage(fb.global_coordinates().value)
+        gf = storage(np.asarray(fb.global_coordinates()))
         damping = asm(_dashpot, fb, zs=np.sqrt(rho * gf), zp=np.sqrt(rho * (lam + 2 * gf)))
     else:
         damping = sparse.csr_matrix((basis.N, basis.N))
@@ -218,9 +201,7 @@ def solve(ops: Operators, omega: float, dofs: np.ndarray, values: np.ndarray) ->
     in :func:`nested_dissection` order, symmetric mode (diagonal pivots preferred)."""
     a = system_matrix(ops, omega)
     order = nested_dissection(ops.basis.doflocs)
-    fixed = np.zeros(a.shape[0], bool)
-    fixed[dofs] = True
-    free = order[~fixed[order]]
+    free = order[~np.isin(order, dofs)]
     u = np.zeros(a.shape[0], complex)
     u[dofs] = values
     rows = a[free]
@@ -363,21 +344,19 @@ def simulate_elastic(
     if isinstance(layout, str):
         if layout not in LAYOUTS:
             raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
-        layout = LAYOUTS[layout]()
+        layout = LAYOUTS[layout]
     n = np.asarray(shape, int)
     extent = tuple(float(e) for e in n * h)
     _check_fit(layout, extent, 2 * float(h[:2].max()))
 
     stiff = np.array([background, *(inc.storage for inc in layout)], float)
     mesh = box_mesh(extent, mesh_size)
-    ops = assemble(
-        mesh,
-        lambda x: stiff[labels(layout, extent, x) - 1],
-        lambda x: np.full(x.shape[1:], float(viscosity)),
-        lam,
-        rho,
-        _absorbing_facets(mesh, extent, faces, z_faces),
-    )
+    absorbing = _absorbing_facets(mesh, extent, faces, z_faces)
+
+    def storage(x: np.ndarray) -> np.ndarray:
+        return stiff[labels(layout, extent, x) - 1]
+
+    ops = assemble(mesh, storage, lambda x: np.full(x.shape[1:], viscosity), lam, rho, absorbing)
     dirichlet, values = _boundary(ops, extent, drive, z_faces)
 
     axes = [(np.arange(k) + 0.5) * hk for k, hk in zip(n, h, strict=True)]
