@@ -153,10 +153,8 @@ def invert(
     )
     facts = dict(devices=len(plan.devices), parallel=plan.mode)
     e = cfg.ensemble
-    maps = [
-        _maps(_rows(state, i, e, stacked), p, d)
-        for i, (p, d) in enumerate(zip(preps, datasets, strict=True))
-    ]
+    members = [_rows(state, i, e, stacked) for i in range(len(datasets))]
+    maps = [_maps(m, p, d) for m, p, d in zip(members, preps, datasets, strict=True)]
     wall = time.perf_counter() - t0
     if slicewise:
         return _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts)
@@ -164,11 +162,10 @@ def invert(
     for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
         hist = [loop.member_record(r, rows) for r in history] if stacked else history
-        member = _rows(state, i, e, stacked)
-        run = run_facts(prep, cfg, member, hist, wall, **facts)
+        run = run_facts(prep, cfg, members[i], hist, wall, **facts)
         if stacked:
             run.update(batch_members=len(datasets), batch_index=i)
-        results.append(make_result(dataset, cfg, mus, u_fit, run, hist, member))
+        results.append(make_result(dataset, cfg, mus, u_fit, run, hist, members[i]))
     return results if stacked else results[0]
 
 

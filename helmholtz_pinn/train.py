@@ -206,16 +206,7 @@ def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax
     def mean(sq, w_field):
         return jnp.sum(point[:, None, None] * w_field[None] * sq) / norm
 
-    data = mean(jnp.abs(f.u - u_obs) ** 2, w_fc)
-    # a form may give K residual components per frequency (K != C): weight by frequency
-    w_r = (
-        w_fc
-        if r.shape[-1] == w_fc.shape[-1]
-        else jnp.broadcast_to(
-            jnp.mean(w_fc, axis=-1, keepdims=True) * w_fc.shape[-1] / r.shape[-1], r.shape[1:]
-        )
-    )
-    return data, mean(jnp.abs(r) ** 2, w_r)
+    return mean(jnp.abs(f.u - u_obs) ** 2, w_fc), mean(jnp.abs(r) ** 2, w_fc)
 
 
 def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:

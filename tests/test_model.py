@@ -8,6 +8,22 @@ from helmholtz_pinn import model
 from helmholtz_pinn.model import FourierMLP, split_jet
 
 
+def float64_net(d, n_out, width, depth, n_features, activation, n_points, key):
+    """A FourierMLP with float64 variables and float64 points x (n_points, d)."""
+    net = FourierMLP(
+        n_in=d,
+        n_out=n_out,
+        width=width,
+        depth=depth,
+        n_features=n_features,
+        sigma=2.0,
+        activation=activation,
+    )
+    x = jax.random.uniform(jax.random.key(key), (n_points, d), dtype=jnp.float64)
+    variables = jax.tree.map(lambda a: a.astype(jnp.float64), net.init(jax.random.key(0), x))
+    return net, variables, x
+
+
 @pytest.mark.parametrize("masked", [True, False], ids=["masked", "concatenated"])
 @pytest.mark.parametrize("activation", ["tanh", "sin"])
 @pytest.mark.parametrize("d", [2, 3])
@@ -16,12 +32,7 @@ def test_forward_laplacian_equals_hessian_trace(activation, d, masked, monkeypat
     ones: model.masked_jets) give the Hessian trace and the Jacobian in float64."""
     monkeypatch.setattr(model, "masked_jets", lambda stack: masked)
     with jax.enable_x64(True):
-        net = FourierMLP(
-            n_in=d, n_out=3, width=24, depth=3, n_features=16, sigma=2.0, activation=activation
-        )
-        x = jax.random.uniform(jax.random.key(1), (7, d), dtype=jnp.float64)
-        variables = net.init(jax.random.key(0), x)
-        variables = jax.tree.map(lambda a: a.astype(jnp.float64), variables)
+        net, variables, x = float64_net(d, 3, 24, 3, 16, activation, 7, key=1)
         jet = split_jet(net.apply(variables, x, order=2), d, 2)
 
         def f(p):
@@ -61,14 +72,11 @@ def test_second_derivative_jet_equals_jax_hessian(activation, d):
     """The HESS jet (mixed d_i d_j for the Navier forms) equals jax.hessian in float64, its
     trace equals the LAP jet, and the value and gradient rows equal the lower orders."""
     with jax.enable_x64(True):
-        net = FourierMLP(
-            n_in=d, n_out=2, width=16, depth=2, n_features=8, sigma=2.0, activation=activation
-        )
-        x = jax.random.uniform(jax.random.key(3), (6, d), dtype=jnp.float64)
-        variables = net.init(jax.random.key(0), x)
-        variables = jax.tree.map(lambda a: a.astype(jnp.float64), variables)
+        net, variables, x = float64_net(d, 2, 16, 2, 8, activation, 6, key=3)
         jet = split_jet(net.apply(variables, x, order=model.HESS), d, model.HESS)
-        ref = jax.vmap(jax.hessian(lambda p: net.apply(variables, p[None])[0, 0]))(x)  # (N, n, d, d)
+        ref = jax.vmap(jax.hessian(lambda p: net.apply(variables, p[None])[0, 0]))(
+            x
+        )  # (N, n, d, d)
         ref = jnp.moveaxis(ref, (2, 3), (0, 1))  # (d, d, N, n)
         scale = jnp.max(jnp.abs(ref))
         assert scale > 1.0 and jnp.max(jnp.abs(ref[0, 1])) > 0.1  # off-diagonals are not 0

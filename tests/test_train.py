@@ -1,5 +1,7 @@
 """Training invariants: scan block == single steps, no recompiles, determinism, roll-back."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -126,8 +128,6 @@ def test_callback_stops_early(prepared):
 
 
 def test_pde_weight_warms_up_linearly(prepared):
-    import dataclasses
-
     spec = dataclasses.replace(prepared.spec, pde_weight=2.0, pde_warmup=100)
     w = [float(train.pde_weight(jnp.asarray(s), spec)) for s in (0, 50, 100, 500)]
     assert w == pytest.approx([0.0, 1.0, 2.0, 2.0])

@@ -21,6 +21,8 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from helmholtz_pinn.errors import ConfigError
+
 NEEDS = ("grad_u", "lap_u", "hess_u", "grad_mu", "grad_aux")
 
 
@@ -55,7 +57,7 @@ class Form:
       equation: the equation in physical units (for docs and ``--help``).
       needs: derivatives the residual reads (a subset of :data:`NEEDS`); u and mu are
         always there.
-      residual: ``(fields, kappa (F,)) -> r (N, F, K)`` complex, nondimensional.
+      residual: ``(fields, kappa (F,)) -> r (N, F, C)`` complex, nondimensional.
       aux: complex auxiliary fields per frequency the mu-network also outputs (0: none).
       components: the displacement components the form accepts (None: any).
       transform: ``dataset -> dataset`` applied before fitting (e.g. the curl of the
@@ -78,8 +80,6 @@ class Form:
     def check(self, n_comp: int) -> None:
         """Refuse data the form cannot describe (clear message naming both)."""
         if self.components is not None and n_comp not in self.components:
-            from helmholtz_pinn.errors import ConfigError
-
             raise ConfigError(
                 f"pde={self.name!r} needs {' or '.join(map(str, self.components))} "
                 f"displacement components; the data have C = {n_comp}"
@@ -98,8 +98,6 @@ def names() -> tuple[str, ...]:
 def get(name: str) -> Form:
     """The :class:`Form` called ``name``; a clear error for an unknown one."""
     if name not in names():
-        from helmholtz_pinn.errors import ConfigError
-
         raise ConfigError(f"unknown PDE form {name!r}; available: {', '.join(names())}")
     form = importlib.import_module(f"{__name__}.{name}").FORM
     if form.name != name:
