@@ -18,6 +18,7 @@ MODULES = (
     "errors",
     "config",
     "data",
+    "stencils",
     "readers",
     "scanner",
     "scalar_fd",

@@ -43,6 +43,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.ndimage
 
+from helmholtz_pinn.stencils import check_spacing as _check_spacing
+from helmholtz_pinn.stencils import curl as _curl
+from helmholtz_pinn.stencils import fd_laplacian
+from helmholtz_pinn.stencils import laplacian as _laplacian
+from helmholtz_pinn.stencils import usable as _usable
+
 if TYPE_CHECKING:
     from .data import Dataset
 
@@ -58,49 +64,6 @@ __all__ = [
 
 SMOOTHING_CHOICES = ("none", "gaussian", "savgol")
 METHODS = ("ahi", "curl_mdev")
-
-# Finite-difference stencils (offsets, weights) per derivative order, in order of
-# preference: central; one-sided of second order; of first order (used forwards and
-# mirrored backwards). First derivatives (the curl) are central only.
-_STENCILS = {
-    1: (((-1, 0, 1), (-0.5, 0.0, 0.5)),),
-    2: (((-1, 0, 1), (1.0, -2.0, 1.0)), ((0, 1, 2, 3), (2, -5, 4, -1)), ((0, 1, 2), (1, -2, 1))),
-}
-
-
-def fd_laplacian(u: np.ndarray, spacing, *, mask: np.ndarray | None = None) -> np.ndarray:
-    """Finite-difference Laplacian over the last ``len(spacing)`` axes of ``u``.
-
-    Along each axis: the central stencil ``(u[i-1] - 2 u[i] + u[i+1]) / h^2`` where both
-    neighbours are usable, else the one-sided ``(2 u[i] - 5 u[i+1] + 4 u[i+2] - u[i+3])
-    / h^2`` towards the usable side (second order, but truncation constant 11/12 vs 1/12
-    and 2.8x the noise gain: edge voxels are the least reliable), else the first-order
-    ``u[i] - 2 u[i+1] + u[i+2]``, else NaN. Without a mask only the grid edges are edges.
-
-    Args:
-      u: real or complex array ``(..., *grid)``; leading axes (frequency, component)
-        are independent fields.
-      spacing: voxel size per spatial axis (m), length ``ndim`` (2 or 3 typically).
-      mask: optional bool array of shape ``grid``: voxels to read. Voxels outside it, or
-        where ``u`` is not finite in any field, are never read and are NaN in the result.
-
-    Returns:
-      Array of ``u``'s shape (float64 or complex128), in units of ``u`` per m^2.
-    """
-    u = np.asarray(u)
-    h = _check_spacing(spacing, u.ndim)
-    grid = u.shape[u.ndim - h.size :]
-    if min(grid) < 3:
-        raise ValueError(
-            f"fd_laplacian needs at least 3 points along each spatial axis; got grid {grid}"
-        )
-    u = u.astype(np.complex128 if np.iscomplexobj(u) else np.float64, copy=False)
-    if mask is None:  # every voxel is read (non-finite values propagate)
-        valid = np.ones(grid, bool)
-    else:
-        u, valid = _usable(u, mask, grid)
-    return _laplacian(u, valid, h, central_only=False)
-
 
 def ahi(
     dataset: Dataset,
@@ -184,10 +147,7 @@ def curl_mdev(
             f"curl-MDEV needs three displacement components (C = 3); got C = {u.shape[1]}"
         )
 
-    def d(c: int, k: int):  # d u_c / d x_k, (F, *grid); zero through-plane in 2-D slices
-        return _fd_axis(u[:, c], valid, k, 1) / h[k] if k < h.size else 0.0
-
-    q = np.stack([d(2, 1) - d(1, 2), d(0, 2) - d(2, 0), d(1, 0) - d(0, 1)], axis=1)
+    q = _curl(u, valid, h)
     q, valid_q = _usable(q, valid, valid.shape)
     smooth = (smoothing, sigma, window, polyorder)
     return _mdev(q, valid_q, valid, h, dataset, smooth, per_frequency)
@@ -259,58 +219,6 @@ def _inputs(dataset, per_frequency) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     if not valid.any():
         raise ValueError(f"no voxel inside the mask has finite u in every field (grid {grid})")
     return u, valid, h
-
-
-def _usable(a: np.ndarray, mask, grid) -> tuple[np.ndarray, np.ndarray]:
-    """``(a zero-filled, mask & finite in every field)``; ``a`` is ``(..., *grid)``."""
-    mask = np.asarray(mask)
-    if mask.shape != tuple(grid):
-        raise ValueError(f"mask must have the grid shape {tuple(grid)}; got {mask.shape}")
-    lead = tuple(range(a.ndim - len(grid)))
-    valid = mask.astype(bool) & np.all(np.isfinite(a), axis=lead)
-    return np.where(valid, a, 0), valid
-
-
-def _check_spacing(spacing, max_ndim: int) -> np.ndarray:
-    h = np.asarray(spacing, dtype=float).reshape(-1)
-    if h.size == 0 or h.size > max_ndim:
-        raise ValueError(
-            f"spacing must have one entry per spatial axis (1..{max_ndim}); got {h.size} entries"
-        )
-    if not np.all(np.isfinite(h) & (h > 0)):
-        raise ValueError(f"spacing must be finite and > 0 (m); got {h.tolist()}")
-    return h
-
-
-def _fd_axis(a, valid: np.ndarray, k: int, order: int, central_only: bool = False):
-    """Derivative of ``order`` (1 or 2, per voxel^order) along grid axis ``k`` of
-    ``a`` ``(..., *grid)``, reading only ``valid`` (``grid``) voxels; NaN outside
-    ``valid`` and where no stencil of ``_STENCILS`` (only the central one if
-    ``central_only``) fits."""
-    ndim, n = valid.ndim, valid.shape[k]
-    ax = a.ndim - ndim + k
-    ap = np.pad(a, [(3, 3) if i == ax else (0, 0) for i in range(a.ndim)])
-    vp = np.pad(valid, [(3, 3) if i == k else (0, 0) for i in range(ndim)])
-
-    def at(x, o, axis):  # x[i + o] along axis, for every i of the grid
-        return np.take(x, np.arange(3 + o, 3 + o + n), axis=axis)
-
-    central, *one_sided = _STENCILS[order]
-    stencils = [central]
-    for offs, ws in [] if central_only else one_sided:  # forwards, mirrored backwards
-        stencils += [(offs, ws), (tuple(-o for o in offs), tuple((-1) ** order * w for w in ws))]
-    out = np.full(a.shape, np.nan, dtype=a.dtype)
-    todo = valid.copy()
-    for offsets, weights in stencils:
-        ok = todo & np.logical_and.reduce([at(vp, o, k) for o in offsets])
-        val = sum(w * at(ap, o, ax) for o, w in zip(offsets, weights, strict=True) if w)
-        out = np.where(ok, val, out)
-        todo &= ~ok
-    return out
-
-
-def _laplacian(a, valid, h, central_only: bool) -> np.ndarray:
-    return sum(_fd_axis(a, valid, k, 2, central_only) / h[k] ** 2 for k in range(h.size))
 
 
 def _mdev(q, valid, out, h, dataset, smooth, per_frequency) -> np.ndarray:

@@ -15,6 +15,7 @@ from helmholtz_pinn.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "sin")
 MU_MODELS = ("voigt", "per-frequency")
+WEIGHTINGS = ("noise", "uniform")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,9 +33,21 @@ class Config:
       activation: hidden activation, "tanh" or "sin".
       pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
         (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
-        ...; checked when a fit is prepared (:func:`helmholtz_pinn.forms.get`).
+        "curl" (hetero on q = curl u, three components), "navier" (the elastic
+        Navier-Cauchy equation with a free pressure, vector data), or "auto" (navier
+        for three-component data, hetero otherwise; :func:`helmholtz_pinn.forms.resolve`);
+        checked when a fit is prepared.
       mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies)
         or "per-frequency" (an independent complex modulus per frequency).
+      weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
+        both loss terms, n its noise RMS over its RMS, estimated from the data by
+        :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
+        RMS of the frequency's strongest component; a field that is mostly noise, or
+        numerically zero, then cannot pull the modulus) or "uniform" (every field
+        weighs 1).
+      noise_floor: the smallest noise level assumed, as a fraction of the RMS of the
+        strongest component at each frequency (model and discretisation error of
+        clean data).
       mu_ref: reference modulus, Pa, used to nondimensionalise; None estimates it from
         the data (smoothed algebraic inversion).
       steps: training steps (a multiple of ``sync_interval`` is run).
@@ -64,8 +77,10 @@ class Config:
     sigma_factor_u: float = 1.0
     sigma_factor_mu: float = 0.5
     activation: Literal["tanh", "sin"] = "tanh"
-    pde: str = "hetero"
+    pde: str = "auto"
     mu_model: Literal["voigt", "per-frequency"] = "voigt"
+    weighting: Literal["noise", "uniform"] = "noise"
+    noise_floor: float = 0.03
     mu_ref: float | None = None
     steps: int = 10000
     sync_interval: int = 100
@@ -84,6 +99,7 @@ class Config:
     def __post_init__(self):
         _choice("activation", self.activation, ACTIVATIONS)
         _choice("mu_model", self.mu_model, MU_MODELS)
+        _choice("weighting", self.weighting, WEIGHTINGS)
         for name in (
             "width",
             "depth",
@@ -106,6 +122,7 @@ class Config:
             "min_lr",
             "sigma_factor_u",
             "sigma_factor_mu",
+            "noise_floor",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")

@@ -19,7 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import layout, loop, physics, train
+from helmholtz_pinn import layout, loop, physics, stencils, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset, z_slices
 from helmholtz_pinn.errors import InputError
@@ -36,7 +36,8 @@ class Prepared:
     sigma_u: float  # Fourier scales, cycles per field of view
     sigma_mu: float
     x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
-    u_scale: np.ndarray  # (F, C) RMS of u, the data's unit
+    u_scale: np.ndarray  # (F, C) RMS of u, the data's unit (1 for an all-zero field)
+    noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
 
 
 def field_of_view(dataset: Dataset) -> float:
@@ -85,7 +86,7 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max."""
     cfg = shared_settings([dataset], cfg)
     spec = train.Spec.of(cfg, dataset.ndim, dataset.n_freq, dataset.n_comp)
-    spec.form.check(dataset.n_comp)
+    spec.form.check(dataset.n_comp, dataset.ndim)
     if spec.form.transform is not None:
         dataset = spec.form.transform(dataset)
     length = field_of_view(dataset)
@@ -93,17 +94,48 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     mask = dataset.mask.ravel()
     u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., mask]
     u_scale = np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
+    noise, weight = field_weights(dataset, u_scale, cfg)
+    unit = np.where(u_scale > 0, u_scale, 1.0)  # an all-zero field stays zero, weight 0
     x_grid = grid_coordinates(dataset, length)
     problem = train.Problem(
         x=x_grid[mask],
-        u=np.moveaxis(u / u_scale[..., None], -1, 0).astype(np.complex64),
+        u=np.moveaxis(u / unit[..., None], -1, 0).astype(np.complex64),
         kappa=np.asarray(scales.kappa, np.float32),
         omega_ratio=np.asarray(scales.omega_ratio, np.float32),
         count=np.asarray(int(mask.sum()), np.int32),
-        weight=np.ones((dataset.n_freq, dataset.n_comp), np.float32),
+        weight=weight.astype(np.float32),
         scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
     )
-    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, u_scale)
+    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise)
+
+
+def field_weights(dataset: Dataset, rms: np.ndarray, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
+    """(noise fraction, loss weight), both (F, C), of each field of ``dataset``.
+
+    The noise fraction n_fc = sigma_fc / rms_fc: the estimated noise RMS
+    (:func:`helmholtz_pinn.stencils.noise_rms`, 0 where no 7-voxel stencil fits) over
+    the field's RMS in the mask. With ``weighting="noise"`` the weight is 1 / n_eff^2,
+    n_eff = max(sigma_fc, noise_floor * max_c rms_fc) / rms_fc, divided by its largest
+    value: the inverse noise variance of the field in its own unit (maximum
+    likelihood), so equally noisy but weaker components count less, and a field that is
+    mostly noise or numerically zero counts almost nothing. ``"uniform"``: all 1.
+    Raises an InputError when every component of a frequency is zero.
+    """
+    dead = np.all(rms == 0, axis=1)
+    if dead.any():
+        raise InputError(
+            f"u is zero in the mask for every component at {dataset.frequency[dead].tolist()} "
+            "Hz; remove those frequencies"
+        )
+    zero_filled, valid = stencils.usable(dataset.u, dataset.mask, dataset.grid)
+    sigma = np.nan_to_num(stencils.noise_rms(zero_filled, valid), nan=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        noise = np.where(rms > 0, sigma / rms, np.inf)
+        if cfg.weighting == "uniform":
+            return noise, np.where(rms > 0, 1.0, 0.0)
+        floor = cfg.noise_floor * rms.max(axis=1, keepdims=True)
+        weight = (rms / np.maximum(sigma, floor)) ** 2
+    return noise, weight / weight.max()
 
 
 def invert(
@@ -298,13 +330,18 @@ def run_facts(
         "wall_time_s": wall_s,
         "device": str(jax.devices()[0]),
         "ensemble": cfg.ensemble,
-        "pde": cfg.pde,
+        "pde": prep.spec.pde,
         "mu_ref_pa": prep.scales.mu_ref,
         "length_m": prep.scales.length,
         "sigma_u": prep.sigma_u,
         "sigma_mu": prep.sigma_mu,
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
         "retries": last.get("retries", 0),
+        "weighting": cfg.weighting,
+        "noise_fraction": [
+            [round(float(n), 4) if np.isfinite(n) else None for n in row] for row in prep.noise
+        ],
+        "field_weight": np.round(np.asarray(prep.problem.weight, float), 4).tolist(),
         **extra,
     }
 

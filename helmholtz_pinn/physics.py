@@ -54,26 +54,36 @@ def mu_complex(
 ) -> tuple[jax.Array, jax.Array | None]:
     """mu' (N, F) and grad mu' (d, N, F) from mu-network channels and their gradient.
 
-    Storage modulus G' = softplus(o_0 + c) > 0 (c makes the initial value ~1, i.e.
-    mu_ref); loss modulus G'' = ETA_SCALE o_1 (Voigt: times omega_f / omega_max).
+    Storage modulus G' = softplus(o_0 + c) > 0 and loss modulus
+    G'' = ETA_SCALE softplus(o_1 + c) >= 0 (passive tissue dissipates; Voigt: times
+    omega_f / omega_max); c makes softplus 1 at o = 0, so a fit starts at G' ~ mu_ref
+    and a damping ratio ~ ETA_SCALE.
     """
     n_freq = omega_ratio.shape[0]
     if mu_model == "voigt":
-        re = jnp.broadcast_to(value[..., :1], value.shape[:-1] + (n_freq,))
-        im = value[..., 1:2] * omega_ratio[None, :]
-        sig = jax.nn.sigmoid(value[..., :1] + SOFTPLUS_ONE)
-        mu = jax.lax.complex(jax.nn.softplus(re + SOFTPLUS_ONE), ETA_SCALE * im)
-        if grad is None:
-            return mu, None
-        g_re = jnp.broadcast_to(sig[None] * grad[..., :1], grad.shape[:-1] + (n_freq,))
-        g_im = ETA_SCALE * grad[..., 1:2] * omega_ratio[None, None, :]
-        return mu, jax.lax.complex(g_re, g_im)
-    re, im = value[..., 0::2], value[..., 1::2]
-    mu = jax.lax.complex(jax.nn.softplus(re + SOFTPLUS_ONE), ETA_SCALE * im)
+        o_re, o_im = value[..., :1], value[..., 1:2]
+        weight = omega_ratio[None, :]  # G'' = omega eta: scales with frequency
+    else:
+        o_re, o_im = value[..., 0::2], value[..., 1::2]
+        weight = jnp.ones_like(omega_ratio)[None, :]
+    shape = value.shape[:-1] + (n_freq,)
+    re = jnp.broadcast_to(jax.nn.softplus(o_re + SOFTPLUS_ONE), shape)
+    im = ETA_SCALE * weight * jax.nn.softplus(o_im + SOFTPLUS_ONE)
+    mu = jax.lax.complex(re, im)
     if grad is None:
         return mu, None
-    sig = jax.nn.sigmoid(re + SOFTPLUS_ONE)
-    return mu, jax.lax.complex(sig[None] * grad[..., 0::2], ETA_SCALE * grad[..., 1::2])
+    g_o_re, g_o_im = (
+        (grad[..., :1], grad[..., 1:2])
+        if mu_model == "voigt"
+        else (
+            grad[..., 0::2],
+            grad[..., 1::2],
+        )
+    )
+    g_shape = grad.shape[:-1] + (n_freq,)
+    g_re = jnp.broadcast_to(jax.nn.sigmoid(o_re + SOFTPLUS_ONE)[None] * g_o_re, g_shape)
+    g_im = ETA_SCALE * weight[None] * jax.nn.sigmoid(o_im + SOFTPLUS_ONE)[None] * g_o_im
+    return mu, jax.lax.complex(g_re, g_im)
 
 
 def laplacian_reference(fn, x: jax.Array) -> jax.Array:

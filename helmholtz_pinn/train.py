@@ -91,10 +91,13 @@ class Spec:
     @classmethod
     def of(cls, cfg: Config, ndim: int, n_freq: int, n_comp: int) -> Spec:
         """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
-        :class:`~helmholtz_pinn.errors.ConfigError` here."""
-        forms.get(cfg.pde)
-        fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp"}
-        return cls(ndim, n_freq, n_comp, **{k: getattr(cfg, k) for k in sorted(fields)})
+        :class:`~helmholtz_pinn.errors.ConfigError` here; ``pde="auto"`` is resolved for
+        the data (:func:`helmholtz_pinn.forms.resolve`)."""
+        pde = forms.resolve(cfg.pde, n_comp)
+        forms.get(pde)
+        fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
+        settings = {k: getattr(cfg, k) for k in sorted(fields)}
+        return cls(ndim, n_freq, n_comp, pde=pde, **settings)
 
     @property
     def form(self) -> forms.Form:

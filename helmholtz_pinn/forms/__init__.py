@@ -62,6 +62,8 @@ class Form:
       components: the displacement components the form accepts (None: any).
       transform: ``dataset -> dataset`` applied before fitting (e.g. the curl of the
         measured field), or None; the fit then describes the transformed field.
+      vector: the components are the displacement along the grid axes (x, y[, z]), so
+        the data need at least as many components as spatial dimensions.
     """
 
     name: str
@@ -71,18 +73,24 @@ class Form:
     aux: int = 0
     components: tuple[int, ...] | None = None
     transform: Callable | None = None
+    vector: bool = False
 
     def __post_init__(self):
         unknown = set(self.needs) - set(NEEDS)
         if unknown:
             raise ValueError(f"form {self.name!r} needs unknown derivatives {sorted(unknown)}")
 
-    def check(self, n_comp: int) -> None:
+    def check(self, n_comp: int, ndim: int) -> None:
         """Refuse data the form cannot describe (clear message naming both)."""
         if self.components is not None and n_comp not in self.components:
             raise ConfigError(
                 f"pde={self.name!r} needs {' or '.join(map(str, self.components))} "
                 f"displacement components; the data have C = {n_comp}"
+            )
+        if self.vector and n_comp < ndim:
+            raise ConfigError(
+                f"pde={self.name!r} reads the components as the displacement along the grid "
+                f"axes; {ndim}-D data need {ndim} or more components, these have C = {n_comp}"
             )
 
 
@@ -92,6 +100,14 @@ def names() -> tuple[str, ...]:
     return tuple(
         sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
     )
+
+
+def resolve(name: str, n_comp: int) -> str:
+    """The form ``name`` stands for: ``"auto"`` picks the best measured form for the data
+    (see docs/accuracy.md): "navier" for three-component data, "hetero" otherwise."""
+    if name != "auto":
+        return name
+    return "navier" if n_comp == 3 else "hetero"
 
 
 @functools.cache
