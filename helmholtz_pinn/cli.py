@@ -13,14 +13,40 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import time
 import typing
+import warnings
 from pathlib import Path
 
 from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0; got {text!r}")
+    return value
+
+
+# simulate --physics elastic: options of helmholtz_pinn.elastic.simulate_elastic, its
+# defaults in the help's (); an option not given (None) leaves that default
+ELASTIC_OPTIONS = {
+    "layout": dict(choices=("four-target", "two-ellipse"), help="inclusions (four-target)"),
+    "output": dict(choices=("volume", "slice"), help="volume or middle z-slice (volume)"),
+    "shape": dict(type=int, nargs=3, metavar=("NX", "NY", "NZ"), help="voxels (80 100 10)"),
+    "spacing": dict(type=_positive, nargs="+", metavar="M", help="voxel size, m (1e-3)"),
+    "background": dict(type=_positive, metavar="PA", help="background G', Pa (3000)"),
+    "lam": dict(type=_positive, metavar="PA", help="Lame lambda, Pa (1e6)"),
+    "drive": dict(type=float, nargs=3, metavar=("UX", "UY", "UZ"), help="amplitudes (1 0.3 0.1)"),
+    "faces": dict(choices=("free", "absorbing"), help="faces x = 0, Lx and y = Ly (free)"),
+    "z_faces": dict(choices=("free", "absorbing", "sliding"), help="faces z = 0, Lz (free)"),
+    "mesh_size": dict(type=_positive, metavar="M", help="element size, m (wavelength/epw)"),
+    "elements_per_wavelength": dict(
+        type=_positive, metavar="N", help="epw: per shear wavelength (8)"
+    ),
+}
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -68,17 +94,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="write a phantom dataset (.npz) from the forward solver")
-    sim.add_argument("--phantom", default="four-target", help="built-in phantom name")
-    sim.add_argument("--out", required=True, type=Path, help="output .npz file")
     sim.add_argument(
-        "--noise-db",
-        type=float,
-        default=None,
-        help="noise power relative to signal power, dB (e.g. -20 = 1 %%)",
+        "--physics",
+        default="scalar",
+        choices=("scalar", "elastic"),
+        help="scalar: 2-D Helmholtz phantom per drive direction (finite differences); "
+        "elastic: 3-D viscoelastic slab, 3 components (finite elements; minutes at the "
+        "default size, see docs/elastic.md) (default: scalar)",
     )
+    sim.add_argument("--phantom", help="built-in scalar phantom name (default four-target)")
+    sim.add_argument("--out", required=True, type=Path, help="output .npz file")
+    sim.add_argument("--noise-db", type=float, help="noise power / signal power, dB (-20 = 1 %%)")
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
     sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
-    sim.add_argument("--components", type=int, help="drive directions (default 2)")
+    sim.add_argument("--components", type=int, help="scalar: drive directions (default 2)")
+    group = sim.add_argument_group(
+        "--physics elastic (helmholtz_pinn.elastic.simulate_elastic; its defaults in ())",
+        "The y = 0 face moves rigidly by --drive (x, y, z; the unit of u); the mesh size "
+        "defaults to the background's shear wavelength at the highest frequency / epw.",
+    )
+    for name, options in ELASTIC_OPTIONS.items():
+        group.add_argument("--" + name.replace("_", "-"), default=None, **options)
 
     inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
     inv.add_argument(
@@ -108,17 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument(
         "--seed", type=int, default=0, help="seed of the network initialisation and sampling"
     )
-    inv.add_argument("--no-progress", action="store_true", help="no progress bar")
-    inv.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue from the newest checkpoint in OUT/checkpoints",
-    )
-    inv.add_argument(
-        "--no-checkpoints",
-        action="store_true",
-        help="do not write checkpoints into OUT/checkpoints",
-    )
+    for flag, meaning in (
+        ("--no-progress", "no progress bar"),
+        ("--resume", "continue from the newest checkpoint in OUT/checkpoints"),
+        ("--no-checkpoints", "do not write checkpoints into OUT/checkpoints"),
+    ):
+        inv.add_argument(flag, action="store_true", help=meaning)
     inv.add_argument(
         "--tensorboard",
         type=Path,
@@ -135,14 +166,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
     base.add_argument("data", type=Path, help="dataset .npz")
-    base.add_argument("--method", default="ahi", choices=["ahi"], help="inversion method")
+    base.add_argument(
+        "--method",
+        default="ahi",
+        choices=("ahi", "curl-mdev"),
+        help="ahi: MDEV inversion of u (any components); curl-mdev: of curl u (3 components "
+        "along x, y, z; removes compressional waves) (default: ahi)",
+    )
     base.add_argument(
         "--smoothing",
-        default="none",
         choices=["none", "gaussian", "savgol"],
-        help="smoothing of u before the finite-difference Laplacian",
+        help="smoothing before the finite-difference Laplacian (default: none for ahi, "
+        "gaussian for curl-mdev)",
     )
-    base.add_argument("--sigma", type=float, default=1.0, help="Gaussian width, voxels")
+    base.add_argument(
+        "--sigma", type=float, help="Gaussian width, voxels (default: 1 for ahi, 2 for curl-mdev)"
+    )
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
     base.add_argument("--out", type=Path, required=True, help="output folder")
 
@@ -182,14 +221,6 @@ def _devices_arg(text: str) -> int | str:
     raise argparse.ArgumentTypeError(f"expected a positive integer or 'all'; got {text!r}")
 
 
-def _result_dirs(out: Path, paths: list[Path]) -> list[Path]:
-    """OUT/<stem> per input file; the index is prefixed when stems repeat."""
-    stems = [p.name.removesuffix(".npz") for p in paths]
-    if len(set(stems)) < len(stems):
-        stems = [f"{i}_{s}" for i, s in enumerate(stems)]
-    return [out / s for s in stems]
-
-
 def _load_or_phantom(path: Path | None, out: Path):
     from helmholtz_pinn import data, phantoms
 
@@ -216,16 +247,46 @@ def _write_dataset(dataset, out: Path) -> None:
 
 def cmd_simulate(args) -> int:
     from helmholtz_pinn import phantoms
+    from helmholtz_pinn.errors import ConfigError
 
-    dataset = phantoms.simulate_phantom(
-        args.phantom,
-        noise_db=args.noise_db,
-        seed=args.seed,
-        frequencies=args.frequencies,
-        components=args.components,
-    )
+    options = {k: getattr(args, k) for k in ELASTIC_OPTIONS if getattr(args, k) is not None}
+    scalar = [f for f in ("--phantom", "--components") if getattr(args, f[2:]) is not None]
+    if args.physics == "scalar" and options:
+        flags = ", ".join("--" + k.replace("_", "-") for k in options)
+        raise ConfigError(f"{flags} apply to --physics elastic only")
+    if args.physics == "elastic" and scalar:
+        raise ConfigError(
+            f"{', '.join(scalar)} apply to --physics scalar only; the elastic phantom has 3 "
+            "components and its geometry is --layout"
+        )
+    if args.physics == "elastic":
+        dataset = _simulate_elastic(args, options)
+    else:
+        dataset = phantoms.simulate_phantom(
+            args.phantom or "four-target",
+            noise_db=args.noise_db,
+            seed=args.seed,
+            frequencies=args.frequencies,
+            components=args.components,
+        )
     _write_dataset(dataset, args.out)
     return 0
+
+
+def _simulate_elastic(args, options: dict):
+    from helmholtz_pinn import elastic
+    from helmholtz_pinn.errors import ConfigError
+
+    if {"mesh_size", "elements_per_wavelength"} <= options.keys():
+        raise ConfigError("give --mesh-size or --elements-per-wavelength, not both")
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+    if args.frequencies:
+        kwargs["frequencies"] = args.frequencies
+    print("solving the elastic phantom by finite elements ...", file=sys.stderr)
+    try:
+        return elastic.simulate_elastic(noise_db=args.noise_db, seed=args.seed, **kwargs)
+    except ValueError as err:  # simulate_elastic's argument checks raise plain ValueErrors
+        raise ConfigError(f"--physics elastic: {err}") from None
 
 
 def cmd_invert(args) -> int:
@@ -264,7 +325,7 @@ def cmd_invert(args) -> int:
         if board is not None:
             board.close()
     if isinstance(results, list):
-        dirs = _result_dirs(args.out, paths)
+        dirs = outputs.result_dirs(args.out, paths)
     else:
         results, dirs = [results], [args.out]
     import jax
@@ -277,23 +338,14 @@ def cmd_invert(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from helmholtz_pinn import baselines, data, outputs
-    from helmholtz_pinn.result import make_result
+    from helmholtz_pinn import data, result
 
     dataset = data.load(args.data)
-    t0 = time.perf_counter()
-    mu = baselines.ahi(dataset, smoothing=args.smoothing, sigma=args.sigma, window=args.window)
-    settings = {
-        "method": args.method,
-        "smoothing": args.smoothing,
-        "sigma_voxels": args.sigma,
-        "window_voxels": args.window,
-    }
-    facts = {"method": f"ahi/{args.smoothing}", "wall_time_s": time.perf_counter() - t0, **settings}
-    result = make_result(dataset, settings, mu[None], dataset.u, facts)
-    outputs.prepare_dir(args.out)
-    result.save(args.out)
-    _summary(result.metrics, args.out)
+    res = result.baseline_result(
+        dataset, args.method, smoothing=args.smoothing, sigma=args.sigma, window=args.window
+    )
+    res.save(args.out)
+    _summary(res.metrics, args.out)
     return 0
 
 
@@ -301,6 +353,9 @@ def _summary(facts: dict, out: Path) -> None:
     keys = ("steps", "wall_time_s", "median_rel_error_storage", "pearson_r_storage")
     shown = ", ".join(f"{k}={facts[k]:.4g}" for k in keys if isinstance(facts.get(k), float))
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
+    for c in facts.get("fit_quality", []):  # the exit status stays 0
+        if not c["passed"]:
+            print(f"warning: {out}: fit quality: {c['name']}: {c['message']}", file=sys.stderr)
 
 
 def cmd_convert(args) -> int:
@@ -319,20 +374,20 @@ def cmd_convert(args) -> int:
     return 0
 
 
-COMMANDS = {
-    "simulate": cmd_simulate,
-    "invert": cmd_invert,
-    "baseline": cmd_baseline,
-    "convert": cmd_convert,
-}
+COMMANDS = dict(
+    simulate=cmd_simulate, invert=cmd_invert, baseline=cmd_baseline, convert=cmd_convert
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from helmholtz_pinn.errors import HelmholtzPinnError
+    from helmholtz_pinn.metrics import FitQualityWarning
 
     try:
-        return COMMANDS[args.command](args)
+        with warnings.catch_warnings():  # _summary prints failed checks, once per result
+            warnings.simplefilter("ignore", FitQualityWarning)
+            return COMMANDS[args.command](args)
     except HelmholtzPinnError as err:
         if args.debug:
             raise

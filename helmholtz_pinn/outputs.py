@@ -23,6 +23,14 @@ def prepare_dir(out: str | Path) -> Path:
     return out
 
 
+def result_dirs(out: Path, paths: list[Path]) -> list[Path]:
+    """OUT/<stem> per input file of a batched fit; the index is prefixed when stems repeat."""
+    stems = [Path(p).name.removesuffix(".npz") for p in paths]
+    if len(set(stems)) < len(stems):
+        stems = [f"{i}_{s}" for i, s in enumerate(stems)]
+    return [Path(out) / s for s in stems]
+
+
 def _plain(value):
     """JSON-safe: NaN/Inf become None, numpy scalars become Python numbers."""
     if isinstance(value, dict):

@@ -2,19 +2,26 @@
 
 :func:`make_result` is the one place a :class:`Result` is built: from the modulus maps
 of one or more members (ensemble seeds), whose mean is the answer and whose spread is
-``mu_std``.
+``mu_std``. Every Result's facts carry ``fit_quality``, the plausibility checks of
+:func:`helmholtz_pinn.metrics.fit_quality`; each failed check is also a
+:class:`~helmholtz_pinn.metrics.FitQualityWarning`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from helmholtz_pinn.data import Dataset
+
+# baseline methods: (function of helmholtz_pinn.baselines, default smoothing, sigma in voxels)
+BASELINES = {"ahi": ("ahi", "none", 1.0), "curl-mdev": ("curl_mdev", "gaussian", 2.0)}
 
 
 @dataclasses.dataclass
@@ -88,13 +95,19 @@ def make_result(
 ) -> Result:
     """A Result from member maps ``mus`` (E, F, *grid) or (E, *grid) in Pa (E >= 1) and
     the fitted field ``u_fit``: mu is their mean, mu_std their spread (E > 1); accuracy
-    metrics against the dataset's ground truth are added to ``facts``."""
+    metrics against the dataset's ground truth and the ``fit_quality`` checks
+    (:func:`quality_checks`) are added to ``facts``; a failed check is warned about."""
     from helmholtz_pinn import metrics
 
     mus = np.asarray(mus)
     mu = mus.mean(axis=0)
     mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if len(mus) > 1 else None
     facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
+    facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history)
+    for check in facts["fit_quality"]:
+        if not check["passed"]:
+            message = f"fit quality: {check['name']}: {check['message']}"
+            warnings.warn(message, metrics.FitQualityWarning, stacklevel=2)
     return Result(
         mu=mu,
         u_fit=u_fit,
@@ -107,4 +120,86 @@ def make_result(
         consts=None if state is None else state.consts,
         dataset=dataset,
         mu_std=mu_std,
+    )
+
+
+def baseline_result(
+    dataset: Dataset,
+    method: str = "ahi",
+    *,
+    smoothing: str | None = None,
+    sigma: float | None = None,
+    window: int = 7,
+) -> Result:
+    """A classical baseline of :mod:`helmholtz_pinn.baselines` as a Result (mu in Pa).
+
+    ``method``: "ahi" (MDEV inversion of u, any number of components) or "curl-mdev"
+    (of curl u: needs the 3 components along x, y, z). ``smoothing`` and ``sigma``
+    (voxels) default to the method's: none and 1 for ahi, gaussian and 2 for curl-mdev;
+    ``window`` (voxels) is the Savitzky-Golay window. The facts hold ``method``,
+    ``baseline_settings`` (:func:`~helmholtz_pinn.baselines.baseline_settings`),
+    ``wall_time_s`` and ``fit_quality`` (see :func:`quality_checks`).
+
+    Raises :class:`~helmholtz_pinn.errors.DatasetError` for curl-mdev on data without 3
+    components and :class:`~helmholtz_pinn.errors.InputError` for unusable settings.
+    """
+    from helmholtz_pinn import baselines
+    from helmholtz_pinn.errors import DatasetError, InputError
+
+    if method not in BASELINES:
+        raise InputError(f"method must be one of {tuple(BASELINES)}; got {method!r}")
+    name, default_smoothing, default_sigma = BASELINES[method]
+    smoothing = smoothing or default_smoothing
+    sigma = default_sigma if sigma is None else sigma
+    if name == "curl_mdev" and dataset.n_comp != 3:
+        raise DatasetError(
+            "curl-mdev needs the 3 displacement components (x, y, z along the grid axes); "
+            f"the data has C = {dataset.n_comp}: use method ahi"
+        )
+    t0 = time.perf_counter()
+    try:
+        settings = baselines.baseline_settings(name, smoothing, sigma, window, dataset.spacing)
+        mu = getattr(baselines, name)(dataset, smoothing=smoothing, sigma=sigma, window=window)
+    except ValueError as err:  # the baselines' argument and mask checks raise plain ValueErrors
+        raise InputError(f"baseline {method}: {err}") from None
+    facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)
+    return make_result(dataset, settings, mu[None], dataset.u, facts)
+
+
+def quality_checks(
+    dataset: Dataset, config: Any, mu: np.ndarray, facts: dict, history: list[dict] | None
+) -> list[dict]:
+    """The ``fit_quality`` entry of a Result's facts (:func:`metrics.fit_quality`).
+
+    A PINN fit (``config`` a :class:`~helmholtz_pinn.config.Config`) runs every check:
+    against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
+    the run facts have them) and the history. The AHI estimate is ``mu_ref_pa`` where that
+    was estimated from this dataset alone (no ``mu_ref`` given, not a batch or slicewise
+    member), else :func:`baselines.estimate_modulus` of the dataset. A baseline
+    (``config`` a dict of settings) has no losses or reference of its own: it runs only
+    ``modulus_range``, against the AHI estimate of the data as the reference.
+    """
+    from helmholtz_pinn import baselines, metrics
+    from helmholtz_pinn.config import Config
+
+    pinn = isinstance(config, Config)
+    alone = "batch_members" not in facts and facts.get("mode") != "slicewise"
+    estimate = facts.get("mu_ref_pa") if pinn and config.mu_ref is None and alone else None
+    if estimate is None:
+        try:
+            estimate = baselines.estimate_modulus(dataset)
+        except ValueError:  # no finite AHI modulus in the mask: the check says skipped
+            estimate = None
+    if not pinn:
+        return metrics.fit_quality(mu, dataset.mask, estimate, checks=("modulus_range",))
+    return metrics.fit_quality(
+        mu,
+        dataset.mask,
+        facts.get("mu_ref_pa"),
+        ahi_estimate=estimate,
+        final_data=facts.get("final_data"),
+        final_pde=facts.get("final_pde"),
+        noise_fraction=facts.get("noise_fraction"),
+        field_weight=facts.get("field_weight"),
+        history=history,
     )

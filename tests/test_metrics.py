@@ -1,20 +1,28 @@
-"""Accuracy metrics against values worked out by hand on tiny grids."""
+"""Accuracy metrics against values worked out by hand on tiny grids; the fit-quality
+checks on constructed failures and on a small good fit."""
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
+from settings import SMALL, plane_wave_dataset
 
+from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.inversion import invert
 from helmholtz_pinn.metrics import (
+    QUALITY_CHECKS,
+    FitQualityWarning,
     contrast_transfer,
-    error_map_figure,
     evaluate,
+    fit_quality,
     pearson_r,
     region_medians,
     relative_error_map,
 )
+from helmholtz_pinn.result import make_result
 
 # A 2x3 grid: background (1) on the first row, target 2 and target 3 on the second.
 TRUE = np.array([[1000, 1000, 1000], [4000, 4000, 2000]], dtype=complex)  # Pa
@@ -186,18 +194,145 @@ def test_evaluate_rejects_bad_shapes():
         evaluate(np.stack([PRED3] * 3), make_dataset(mu=np.stack([TRUE3] * 2), n_freq=2))
 
 
-@pytest.mark.parametrize("grid", [(5, 4), (6, 5, 4)])
-def test_error_map_figure_writes_png(tmp_path, grid):
-    rng = np.random.default_rng(0)
-    true = 3000.0 + 300j + 1000.0 * rng.random(grid)
-    pred = true * (1.0 + 0.1 * rng.standard_normal(grid))
-    mask = np.ones(grid, dtype=bool)
-    mask.flat[0] = False
-    ds = make_dataset(mu=true, regions=None, mask=mask)
-    path = error_map_figure(pred, ds, tmp_path / "error.png")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # Without ground truth only the recovered map is drawn.
-    path = error_map_figure(
-        pred, make_dataset(mu=None, regions=None, mask=mask), tmp_path / "r.png"
-    )
-    assert path.stat().st_size > 0
+# --- fit quality ---------------------------------------------------------------------
+
+GRID = (8, 8)
+MASK = np.ones(GRID, dtype=bool)
+GOOD = dict(  # the inputs of a plausible fit of 3 kPa tissue
+    ahi_estimate=2900.0,
+    final_data=0.011,
+    final_pde=0.01,
+    noise_fraction=[[0.1, 0.1]],
+    history=[{"loss": 1.0, "last_loss": 0.5}, {"loss": 0.05, "last_loss": 0.02}],
+)
+
+
+def by_name(checks):
+    return {c["name"]: c for c in checks}
+
+
+def test_plausible_fit_passes_every_check():
+    mu = np.full(GRID, 3000.0 + 300j) * (1 + 0.1 * np.random.default_rng(0).random(GRID))
+    checks = fit_quality(mu, MASK, 3000.0, **GOOD)
+    assert [c["name"] for c in checks] == list(QUALITY_CHECKS)
+    for c in checks:
+        assert c["passed"] and not c["skipped"], c
+        assert set(c) == {"name", "passed", "skipped", "value", "threshold", "message"}
+    json.dumps(checks)  # plain Python values, as metrics.json needs
+
+
+def test_collapsed_modulus_fails_range_and_ahi_checks():
+    """The known failure: G' ~19 Pa everywhere for 3 kPa tissue (noisy data)."""
+    checks = by_name(fit_quality(np.full((2, *GRID), 19.0 + 5j), MASK, 3000.0, **GOOD))
+    assert not checks["modulus_range"]["passed"]
+    assert checks["modulus_range"]["value"] == 1.0 and checks["modulus_range"]["threshold"] == 0.5
+    assert "--sigma-factor-u" in checks["modulus_range"]["message"]
+    assert not checks["ahi_agreement"]["passed"]
+    assert checks["ahi_agreement"]["value"] == pytest.approx(19.0 / 2900.0)
+    assert checks["ahi_agreement"]["threshold"] == [0.5, 2.0]
+    assert "baseline" in checks["ahi_agreement"]["message"]
+
+
+@pytest.mark.parametrize(
+    "name, mu, inputs, value",
+    [
+        # G' at 19 Pa on 60 % of the mask (above half), 200 kPa (over 50x) on all of it
+        ("modulus_range", np.where(np.arange(64).reshape(GRID) < 39, 19.0, 3e3), {}, 39 / 64),
+        ("modulus_range", np.full(GRID, 2e5), {}, 1.0),
+        ("modulus_range", np.full(GRID, np.nan), {}, 1.0),  # NaN is no modulus
+        ("ahi_agreement", np.full(GRID, 3e3), dict(ahi_estimate=1400.0), 3e3 / 1400.0),
+        ("pde_residual", np.full(GRID, 3e3), dict(final_pde=0.5), 0.5),
+        # the misfit is 0.1 of the noise power (0.01): the network reproduces the noise
+        ("data_vs_noise", np.full(GRID, 3e3), dict(final_data=0.001), 0.1),
+        # weighted noise floor: (1 * 0.01 + 3 * 0.0004) / 4 = 0.0028; None entries ignored
+        (
+            "data_vs_noise",
+            np.full(GRID, 3e3),
+            dict(final_data=0.0005, noise_fraction=[[0.1, 0.02, None]], field_weight=[[1, 3, 1]]),
+            0.0005 / 0.0028,
+        ),
+        (
+            "loss_decrease",
+            np.full(GRID, 3e3),
+            dict(history=[{"loss": 1.0, "last_loss": 0.9}, {"loss": 0.8, "last_loss": 0.7}]),
+            0.7,
+        ),
+        # batched records: the worst member counts
+        (
+            "loss_decrease",
+            np.full(GRID, 3e3),
+            dict(history=[{"loss": [1.0, 2.0], "last_loss": [1, 1]}, {"last_loss": [0.1, 1.8]}]),
+            0.9,
+        ),
+    ],
+)
+def test_each_check_fails_on_its_failure(name, mu, inputs, value):
+    checks = by_name(fit_quality(mu, MASK, 3000.0, **{**GOOD, **inputs}))
+    assert not checks[name]["passed"] and not checks[name]["skipped"]
+    assert checks[name]["value"] == pytest.approx(value)
+    assert "try" in checks[name]["message"]  # what to do about it
+    others = [c["name"] for c in checks.values() if not c["passed"] and c["name"] != name]
+    assert not others or name == "modulus_range" and others == ["ahi_agreement"]
+
+
+def test_range_check_passes_below_half_the_mask():
+    mu = np.where(np.arange(64).reshape(GRID) < 32, 19.0, 3e3)  # exactly half at 19 Pa
+    assert by_name(fit_quality(mu, MASK, 3000.0, checks=("modulus_range",)))["modulus_range"][
+        "passed"
+    ]
+
+
+def test_missing_inputs_are_skipped_and_say_so():
+    checks = fit_quality(np.full(GRID, 3e3), MASK, None)
+    assert all(c["passed"] and c["skipped"] and c["value"] is None for c in checks)
+    assert all(c["message"].startswith("skipped") for c in checks)
+    assert "noise_fraction" in by_name(checks)["data_vs_noise"]["message"]
+    only = fit_quality(np.full(GRID, 3e3), MASK, 3000.0, checks=("modulus_range",))
+    assert [c["name"] for c in only] == ["modulus_range"] and only[0]["passed"]
+    with pytest.raises(ValueError, match="unknown checks"):
+        fit_quality(np.full(GRID, 3e3), MASK, 3000.0, checks=("nope",))
+
+
+def test_result_of_a_collapsed_fit_warns_and_records_the_checks(tmp_path):
+    """make_result on a constructed failure (G' = 19 Pa on 3 kPa data): FitQualityWarning
+    per failed check, and metrics.json holds fit_quality."""
+    data = plane_wave_dataset()
+    facts = dict(mu_ref_pa=3000.0, final_data=0.01, final_pde=0.02, final_loss=0.01)
+    history = [
+        dict(step=s, time_s=0.1 * s, lr=1e-3, loss=v, data=v, pde=v, retries=0)
+        | dict(last_loss=v / 2, last_data=v / 2, last_pde=v / 2)
+        for s, v in ((10, 1.0), (20, 0.02))
+    ]
+    mus = np.full((1, *data.mu.shape), 19.0 + 5j)
+    with pytest.warns(FitQualityWarning) as caught:
+        result = make_result(data, Config(mu_ref=3000.0), mus, data.u, facts, history)
+    failed = [c["name"] for c in result.metrics["fit_quality"] if not c["passed"]]
+    assert failed == ["modulus_range", "ahi_agreement"]
+    assert len(caught) == 2 and "modulus_range" in str(caught[0].message)
+    # the AHI estimate was computed (mu_ref was given): the plane wave's |mu| ~ 3 kPa
+    ahi = next(c for c in result.metrics["fit_quality"] if c["name"] == "ahi_agreement")
+    assert 19.0 / ahi["value"] == pytest.approx(3000.0, rel=0.1)
+    result.save(tmp_path)
+    saved = json.loads((tmp_path / "metrics.json").read_text())["fit_quality"]
+    assert [c["name"] for c in saved] == list(QUALITY_CHECKS)
+
+
+def test_baseline_result_runs_only_the_modulus_range_check():
+    data = plane_wave_dataset()
+    result = make_result(data, {"method": "ahi"}, data.mu[:1], data.u, {})
+    assert [c["name"] for c in result.metrics["fit_quality"]] == ["modulus_range"]
+    assert result.metrics["fit_quality"][0]["passed"]
+
+
+def test_small_good_fit_raises_no_fit_quality_warning():
+    """A tiny homogeneous plane-wave inversion (500 steps, ~6 % median error, PDE loss
+    ~0.01 when measured) passes every check that applies, without a warning."""
+    fit = dict(SMALL, steps=500, sync_interval=50, pde_warmup=100, batch_size=256)
+    fit.update(width=32, n_features=16, learning_rate=3e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitQualityWarning)
+        result = invert(plane_wave_dataset(), progress=False, **fit)
+    checks = by_name(result.metrics["fit_quality"])
+    assert all(c["passed"] for c in checks.values()), checks
+    for name in ("modulus_range", "ahi_agreement", "pde_residual", "loss_decrease"):
+        assert not checks[name]["skipped"], checks[name]
