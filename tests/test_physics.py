@@ -113,3 +113,14 @@ def test_voigt_loss_modulus_scales_with_frequency():
     mu, _ = physics.mu_complex(jnp.array([[0.3, 2.0]]), None, ratio, "voigt")
     assert jnp.allclose(mu.real[0, 0], mu.real[0, 1])
     assert jnp.allclose(mu.imag[0, 1], 2 * mu.imag[0, 0])
+
+
+@pytest.mark.parametrize("mu_model", ["voigt", "per-frequency"])
+def test_loss_modulus_is_never_negative(mu_model):
+    """Passive tissue: G'' >= 0 and G' > 0 for any network output, however negative."""
+    ratio = jnp.array([0.5, 1.0])
+    n_out = physics.mu_channels(2, mu_model)
+    value = 30.0 * jax.random.normal(jax.random.key(2), (256, n_out))
+    mu, _ = physics.mu_complex(value, None, ratio, mu_model)
+    assert jnp.all(mu.imag >= 0) and jnp.all(mu.real > 0)
+    assert jnp.any(mu.imag > 1.0)  # not clamped to zero: large outputs give large G''
