@@ -34,12 +34,32 @@ shows full tracebacks. Data files follow [data-format.md](data-format.md).
 
 INTRO = {
     "simulate": """\
-Writes a ground-truth dataset (`.npz`, with `mu` in Pa and `regions`) from the project's
-own finite-difference solver. Phantoms: `homogeneous`, `four-target`, `smooth`,
-`stripes`.
+Writes a ground-truth dataset (`.npz`, with `mu` in Pa and `regions`) from one of the
+project's forward solvers, chosen by `--physics`:
+
+- `scalar` (default): the 2-D Helmholtz phantoms of the finite-difference solver, one
+  field per drive direction (`--components`). Phantoms (`--phantom`): `homogeneous`,
+  `four-target`, `smooth`, `stripes`.
+- `elastic`: the 3-D viscoelastic Navier-Cauchy slab of `helmholtz_pinn.elastic` by
+  finite elements ([elastic.md](elastic.md)): 3 components, `u` of shape
+  `(F, 3, nx, ny, nz)`, or `(F, 3, nx, ny)` with `--output slice` (the middle z-slice of
+  the same solution). Geometry: `--layout` (`four-target`: 10 kPa cylinders of radius
+  10, 5, 3, 2 mm; `two-ellipse`: 6 and 1.5 kPa ellipses), `--shape` voxels of
+  `--spacing` m (one value or one per axis), background `--background` Pa, Lame
+  `--lam` Pa, `eta = 1` Pa s. The `y = 0` face moves rigidly with `u = --drive`; the
+  other faces are `--faces` / `--z-faces` (`free`, `absorbing`, for z also `sliding`).
+  The mesh size is `--mesh-size` m or the background's shear wavelength at the highest
+  frequency divided by `--elements-per-wavelength` (not both). `--noise-db` is relative
+  to the mean power of all three components. The default 80 x 100 x 10 mm volume takes
+  about 4 minutes and 10 GiB on 2 cores.
+
+`--frequencies` (Hz), `--noise-db` and `--seed` apply to both; an option of the other
+physics is an error (exit status 2).
 
 ```
 helmholtz-pinn simulate --phantom four-target --noise-db -20 --out phantom.npz
+helmholtz-pinn simulate --physics elastic --layout two-ellipse --output slice \\
+    --elements-per-wavelength 6 --noise-db -20 --out slab.npz
 ```
 """,
     "invert": """\
@@ -48,7 +68,10 @@ in Pa, shape `(F, *grid)`), `metrics.json`, `history.csv`, `config.json`, the fi
 `wave.png`, `modulus.png`, `loss.png` (and `uncertainty.png` for `--ensemble` > 1) and
 `checkpoints/`. Without `DATA` it simulates the built-in four-target phantom first (and
 saves it as `OUT/phantom.npz`). Each `--field-name` option sets the `Config` field of
-that name ([api.md](api.md#config) gives the units).
+that name ([api.md](api.md#config) gives the units). After the fit every failed
+plausibility check (`fit_quality` in `metrics.json`, see
+[getting-started.md](getting-started.md#fit-quality)) is printed as a `warning:` line on
+stderr; the exit status stays 0.
 
 ```
 helmholtz-pinn invert phantom.npz --out run1
@@ -56,12 +79,18 @@ helmholtz-pinn invert phantom.npz --out run2 --steps 20000 --pde helmholtz --ten
 ```
 """,
     "baseline": """\
-The classical algebraic Helmholtz inversion (AHI, multi-frequency MDEV form), optionally
-after Gaussian or Savitzky-Golay smoothing of `u`. Writes the same `mu.npz` /
-`metrics.json` (and `wave.png`, `modulus.png`) as `invert`.
+The classical algebraic Helmholtz inversion in the multi-frequency MDEV form, of `u`
+(`--method ahi`, any number of components) or of its curl (`--method curl-mdev`: needs
+the 3 displacement components along x, y, z; the curl removes compressional waves; a 2-D
+slice assumes no through-plane derivatives), optionally after Gaussian or
+Savitzky-Golay smoothing (defaults: none for `ahi`, Gaussian of 2 voxels for
+`curl-mdev`). Writes the same `mu.npz` / `metrics.json` (and `wave.png`, `modulus.png`)
+as `invert`; `metrics.json` records `method` and `baseline_settings` (smoothing, widths
+in voxels and mm, spacing in mm).
 
 ```
 helmholtz-pinn baseline phantom.npz --method ahi --smoothing gaussian --sigma 1.5 --out ahi
+helmholtz-pinn baseline slab.npz --method curl-mdev --out curl
 ```
 """,
     "convert": """\
