@@ -2,14 +2,14 @@
 
 1. Slices: S synthetic plane-wave slices (n x n voxels, F frequencies, C components, one
    direction per slice) stacked as S members of one vmapped scan block (the program of
-   ``batch.invert_many``; on D > 1 devices the members are split across them,
-   ``sharding.place_members``). Strong scaling: S from ``--members`` on every device
-   count; weak scaling: S = S0 D for S0 in ``--members-per-device``. Reported:
+   ``invert(list_of_datasets)``; on D > 1 devices the members are split across them,
+   ``layout.plan`` / ``layout.place``). Strong scaling: S from ``--members`` on every
+   device count; weak scaling: S = S0 D for S0 in ``--members-per-device``. Reported:
    microseconds per step of the whole stack, and slices per second for fits of
    ``--fit-steps`` steps (S / (step time x fit steps)).
 2. Volumes: one synthetic 3-D plane-wave volume of n^3 voxels on the device, a global
    batch of B points per step (``invert``'s program on one device; on D > 1 the
-   data-parallel one of ``sharding.invert_parallel``: each device draws ceil(B / D)
+   data-parallel one of ``invert(volume, devices=D)``: each device draws ceil(B / D)
    points from its own shard of the voxels). Strong scaling: B from ``--volume-batch``
    on every device count; weak scaling: B = b D for b in ``--batch-per-device``.
    Reported: microseconds per step, points per second, the problem's device bytes and,
@@ -21,13 +21,12 @@
    speed-up n0 / D. Strong (W fixed): speed-up t_n0 / t_D; weak (W = W0 D):
    efficiency t_n0 / t_D.
 4. ``--agreement``: a short real fit (``--agreement-steps``, seed 0) on one device and on
-   every D > 1 of the device counts, through the library's entry points: S = 2 max(D)
-   slices with ``batch.invert_many(devices=...)`` (members split; each member's math
-   unchanged) and one small volume in full-batch mode (batch = its voxel count, so the
-   data-parallel math equals one device's up to summation order) with
-   ``sharding.invert_parallel(devices=...)``, both with the timed networks (and slice
-   grid and batch). Reported: max and median over the voxels of |mu_D - mu_1| / |mu_1|
-   (the final maps, Pa) and the largest relative difference of the final losses.
+   every D > 1 of the device counts, through ``invert(..., devices=D)``: S = 2 max(D)
+   slices as a list (members split; each member's math unchanged) and one small volume
+   in full-batch mode (batch = its voxel count, so the data-parallel math equals one
+   device's up to summation order), both with the timed networks (and slice grid and
+   batch). Reported: max and median over the voxels of |mu_D - mu_1| / |mu_1| (the
+   final maps, Pa) and the largest relative difference of the final losses.
 
 Each timing: one call to compile (``compile_s``, minus one steady call), then
 ``--blocks`` blocks of ``--sync-interval`` steps, timed with ``block_until_ready``; a
@@ -111,7 +110,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def device_counts(args) -> list[int | None]:
     """The device counts to measure, ascending; None for ``--devices all`` (1 or all
-    devices, chosen per size by ``sharding.resolve_devices``)."""
+    devices, chosen per size by ``layout.plan``)."""
     import jax
 
     visible = jax.device_count()
@@ -132,7 +131,9 @@ def device_counts(args) -> list[int | None]:
 
 def base_config(args):
     """The configuration of the timed programs (which call blocks directly: ``steps`` is
-    the agreement fits' length) and of the agreement fits."""
+    the agreement fits' length) and of the agreement fits. The PDE form is "hetero" for
+    slices and volumes alike (the program of docs/scaling.md's measurements; "auto"
+    would pick "navier" for the 3-component volumes)."""
     from helmholtz_pinn.config import Config
 
     net = QUICK_NET if args.quick else {}
@@ -143,6 +144,7 @@ def base_config(args):
         steps=args.agreement_steps,
         seed=0,
         mu_ref=3000.0,
+        pde="hetero",
         pde_warmup=0,
     )
 
@@ -218,56 +220,83 @@ def scaled_runs(strong, weak):
             yield mode, size
 
 
+# --- the timed programs: invert's members and layout, without its host loop ----------
+
+
+def plan_for(prep, devices, members: int):
+    """``layout.plan`` as ``invert`` calls it for ``prep`` (one problem, or ``members``
+    stacked ones of its size); ``devices`` an int, or None for 1 or all as suits the
+    size. Raises DeviceMemoryError when the problem does not fit."""
+    from helmholtz_pinn import layout
+
+    spec = prep.spec
+    return layout.plan(
+        devices,
+        rows=int(prep.problem.count),
+        per_voxel=layout.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        batch_size=spec.batch_size,
+        members=members,
+    )
+
+
+def placed(preps, cfg, plan):
+    """(compiled block, placed state, placed problem) of ``preps`` on ``plan``, as
+    ``invert`` runs them: one problem, or one member per prepared dataset, every member
+    from seed 0."""
+    from helmholtz_pinn import layout, train
+
+    p = preps[0]
+    state = train.init_state(p.spec, 0, p.sigma_u, p.sigma_mu, cfg.learning_rate)
+    problem = p.problem
+    if plan.members:
+        state = train.stack_trees([state] * plan.members)
+        problem = train.stack_trees([q.problem for q in preps])
+    block = layout.compile_block(p.spec, cfg.sync_interval, plan)
+
+    def run(state, problem):
+        """One block as the host loop runs it, the rate set first (the same input types:
+        ``invert`` on this plan reuses the compiled program)."""
+        return block(train.set_learning_rate(state, cfg.learning_rate), problem)
+
+    return (run, *layout.place(state, problem, plan))
+
+
 # --- slices ------------------------------------------------------------------------
 
 
 def bench_slices(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn import batch, inversion, sharding, train
+    from helmholtz_pinn import inversion
 
     cfg = base_config(args)
     host, timings, rows = {}, {}, []
 
-    def stacked(s):
+    def preps(s):
         if s not in host:
             host.clear()  # one stack at a time on the host
             datasets = slice_datasets(args, s)
-            shared = batch.shared_scales(datasets, cfg)
-            preps = [inversion.prepare(d, shared, on_device=False) for d in datasets]
-            host[s] = (preps[0].spec, *batch.stack_members(preps, cfg))
+            shared = inversion.shared_settings(datasets, cfg)
+            host[s] = [inversion.prepare(d, shared) for d in datasets]
         return host[s]
-
-    def measure(s, chosen):
-        key = (s, len(chosen))
-        if key not in timings:
-            spec, state, problem = stacked(s)
-            if len(chosen) == 1:
-                block = train.make_block(spec, cfg.sync_interval, "stacked")
-                state, problem = jax.device_put((state, problem), chosen[0])
-            else:
-                mesh = sharding.make_mesh(chosen)
-                state, problem, block = sharding.place_members(state, problem, spec, mesh)
-            compile_s, per_block, _ = timed(block, state, problem, args.blocks)
-            timings[key] = (per_block / cfg.sync_interval, compile_s)
-        return timings[key]
 
     for mode, size in scaled_runs(args.members, args.members_per_device):
         group = []
         for n in counts:
-            if mode == "strong":
-                s, chosen = size, sharding.resolve_devices(n, members=size)
-            else:
-                d = n or jax.device_count()
-                s, chosen = size * d, jax.devices()[:d]
-            step_s, compile_s = measure(s, chosen)
-            d = len(chosen)
+            d = n or jax.device_count()
+            s, devices = (size, n) if mode == "strong" else (size * d, d)
+            plan = plan_for(preps(s)[0], devices, s)
+            d = len(plan.devices)
+            if (s, d) not in timings:
+                compile_s, per_block, _ = timed(*placed(preps(s), cfg, plan), args.blocks)
+                timings[s, d] = (per_block / cfg.sync_interval, compile_s)
+            step_s, compile_s = timings[s, d]
             record = {
                 "what": "slices",
                 "mode": mode,
                 "members": s,
                 "members_per_device": s / d,
-                "padded_members": s + (-s % d),
+                "padded_members": plan.padded_members,
                 "grid": [args.slice_n] * 2,
                 "voxels_per_slice": args.slice_n**2,
                 "batch_per_slice": cfg.batch_size,
@@ -286,88 +315,74 @@ def bench_slices(args, counts) -> list[dict]:
 # --- volumes -----------------------------------------------------------------------
 
 
-def time_volume(args, prep, batch_size: int, chosen) -> tuple[dict, object]:
-    """Timing of one volume with a global batch of ``batch_size`` points on ``chosen``
-    devices; returns (record fields, final state). Raises DeviceMemoryError."""
-    import jax
+def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
+    """Timing of one volume (``prep`` with the global batch of the step) on ``plan``;
+    returns (record fields, final state on the host)."""
+    from helmholtz_pinn import layout
 
-    from helmholtz_pinn import sharding, train
-
-    spec = dataclasses.replace(prep.spec, cfg=prep.spec.cfg.replace(batch_size=batch_size))
-    state = train.init_state(spec, 0)
-    count = int(prep.problem.count)
-    d = len(chosen)
-    if d == 1:
-        sharding.check_device_memory(count, 3, spec.n_freq, spec.n_comp, device=chosen[0])
-        state, problem = jax.device_put((state, train.Problem(*prep.problem)), chosen[0])
-        block = train.make_block(spec, spec.cfg.sync_interval)
-        local, points = batch_size, min(batch_size, count)
-    else:
-        mesh = sharding.make_mesh(chosen)
-        state, problem, block = sharding.place_data_parallel(state, prep.problem, spec, mesh)
-        local = sharding.local_batch_size(batch_size, d)
-        rows = problem.x.shape[0] // d  # one shard's rows
-        points = count if local >= rows else local * d
+    count, d, batch = int(prep.problem.count), len(plan.devices), prep.spec.batch_size
+    local = -(-batch // d)
+    full = local >= -(-count // d)  # at least a shard's rows: every voxel, every step
+    block, state, problem = placed([prep], cfg, plan)
     compile_s, per_block, state = timed(block, state, problem, args.blocks)
-    step_s = per_block / spec.cfg.sync_interval
+    step_s = per_block / cfg.sync_interval
+    points = count if full else local * d
     fields = {
         "devices": d,
         "batch_per_device": local,
         "points_per_step": points,
-        "full_batch": points == count,
+        "full_batch": full,
         "us_per_step": step_s * 1e6,
         "points_per_s": points / step_s,
         "compile_s": compile_s,
     }
-    return fields, state
+    return fields, layout.gather(state, plan)
 
 
 def bench_volumes(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn import inversion, sharding, train
+    from helmholtz_pinn import inversion, layout, train
+    from helmholtz_pinn.errors import DeviceMemoryError
 
     cfg = base_config(args)
     rows = []
     for n_edge in args.volumes:
         ds = volume_dataset(args, n_edge)
-        prep = inversion.prepare(ds, cfg, on_device=False)
+        prep = inversion.prepare(ds, cfg)
         voxels = n_edge**3
-        problem_bytes = voxels * sharding.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
+        problem_bytes = voxels * layout.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
         size = {"grid": [n_edge] * 3, "voxels": voxels, "problem_mb": problem_bytes / 2**20}
         timings, predicted = {}, False
         for mode, b in scaled_runs(args.volume_batch, args.batch_per_device):
             group = []
             for n in counts:
-                if mode == "strong":
-                    points = min(b, voxels)
-                    chosen = sharding.resolve_devices(n, points=points, problem_bytes=problem_bytes)
-                    batch = b
-                else:
-                    d = n or jax.device_count()
-                    chosen, batch = jax.devices()[:d], b * d
+                d = n or jax.device_count()
+                batch, devices = (b, n) if mode == "strong" else (b * d, d)
+                sized = dataclasses.replace(
+                    prep, spec=dataclasses.replace(prep.spec, batch_size=batch)
+                )
                 record = {"what": "volume", "mode": mode, **size, "batch": batch}
-                key = (batch, len(chosen))
+                try:
+                    plan = plan_for(sized, devices, 0)
+                except DeviceMemoryError as err:
+                    record.update(devices=d, error=str(err))
+                    group.append(record)
+                    rows.append(emit(args, record))
+                    continue
+                key = (batch, len(plan.devices))
                 if key not in timings:
-                    try:
-                        timings[key], state = time_volume(args, prep, batch, chosen)
-                    except sharding.DeviceMemoryError as err:
-                        timings[key] = {"devices": len(chosen), "error": str(err)}
-                        state = None
-                    if state is not None and not predicted:
+                    timings[key], state = time_volume(args, sized, cfg, plan)
+                    if not predicted:
                         predicted = True
                         t = time.perf_counter()
-                        train.predict(
-                            sharding.to_host(state), prep.spec, prep.x_grid, prep.scales.omega_ratio
-                        )
-                        timings[key] = {**timings[key], "predict_s": time.perf_counter() - t}
+                        train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
+                        timings[key]["predict_s"] = time.perf_counter() - t
                     del state
                 record.update(timings[key])
-                if "error" not in record:
-                    base = next((r for r in group if "error" not in r), None)
-                    record = with_efficiency(record, base, "points_per_step")
-                group.append(record)
-                rows.append(emit(args, record))
+                base = next((r for r in group if "error" not in r), None)
+                group.append(with_efficiency(record, base, "points_per_step"))
+                rows.append(emit(args, group[-1]))
         del prep, ds
     return rows
 
@@ -392,35 +407,39 @@ def relative_differences(ref_mu, mu, ref_loss, loss) -> dict:
 
 
 def agreement(args, counts) -> list[dict]:
-    """A short fit on 1 device and on each D > 1: slices (members) and a full-batch volume
-    (data parallel); the final maps and losses compared."""
+    """A short fit on 1 device and on each D > 1 through ``invert``: slices (members split
+    across the devices) and a full-batch volume (data parallel); maps and losses compared."""
     import jax
 
-    from helmholtz_pinn import batch, sharding
+    from helmholtz_pinn import inversion
 
     many = sorted({n or jax.device_count() for n in counts} - {1})
     if not many:
         print("agreement: skipped, only one device in the device counts", file=sys.stderr)
         return []
-    cfg = base_config(args)
     rows = []
 
-    def compare(case: str, run, **facts) -> None:
-        """run(devices) -> list of Results; one record per D against the 1-device run."""
-        t = time.perf_counter()
-        ref = run(1)
-        ref_s = time.perf_counter() - t
-        for d in many:
+    def compare(case: str, data, cfg, **facts) -> None:
+        """One record per D: ``invert(data, cfg, devices=D)`` against ``devices=1``."""
+
+        def run(d):
             t = time.perf_counter()
-            out = run(d)
+            out = inversion.invert(data, cfg, devices=d, progress=False)
+            return (out if isinstance(out, list) else [out]), time.perf_counter() - t
+
+        ref, ref_s = run(1)
+        for d in many:
+            out, wall_s = run(d)
             record = {
                 "what": "agreement",
                 "case": case,
                 **facts,
-                "devices": d,
+                "batch": cfg.batch_size,
+                "devices": out[0].metrics["devices"],  # = d: the devices the fit ran on
+                "parallel": out[0].metrics["parallel"],
                 "steps": out[0].metrics["steps"],
                 "steps_1": ref[0].metrics["steps"],
-                "wall_s": time.perf_counter() - t,
+                "wall_s": wall_s,
                 "wall_s_1": ref_s,
                 **relative_differences(
                     [r.mu for r in ref],
@@ -429,28 +448,12 @@ def agreement(args, counts) -> list[dict]:
                     [r.history[-1]["last_loss"] for r in out],
                 ),
             }
-            if case == "volume":
-                record["parallel"] = out[0].metrics.get("parallel")
             rows.append(emit(args, record))
 
-    s = 2 * max(many)
-    datasets = slice_datasets(args, s)
-    compare(
-        "slices",
-        lambda d: batch.invert_many(datasets, cfg, devices=d, progress=False),
-        members=s,
-        grid=[args.slice_n] * 2,
-        batch=cfg.batch_size,
-    )
-    n_edge = args.agreement_volume
-    ds = volume_dataset(args, n_edge)
-    vcfg = cfg.replace(batch_size=n_edge**3)  # full batch: every voxel, every step
-    compare(
-        "volume",
-        lambda d: [sharding.invert_parallel(ds, vcfg, devices=d, progress=False)],
-        grid=[n_edge] * 3,
-        batch=vcfg.batch_size,
-    )
+    cfg, s, n_edge = base_config(args), 2 * max(many), args.agreement_volume
+    compare("slices", slice_datasets(args, s), cfg, members=s, grid=[args.slice_n] * 2)
+    full = cfg.replace(batch_size=n_edge**3)  # full batch: every voxel, every step
+    compare("volume", volume_dataset(args, n_edge), full, grid=[n_edge] * 3)
     return rows
 
 
@@ -564,9 +567,9 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from helmholtz_pinn import sharding
+    from helmholtz_pinn import layout
 
-    sharding.initialize_distributed()
+    layout.initialize_distributed()
     counts = device_counts(args)
     rows = []
     if not args.skip_slices:
