@@ -342,8 +342,19 @@ def run_facts(
             [round(float(n), 4) if np.isfinite(n) else None for n in row] for row in prep.noise
         ],
         "field_weight": np.round(np.asarray(prep.problem.weight, float), 4).tolist(),
+        "assumption": _assumption(prep.spec),
         **extra,
     }
+
+
+def _assumption(spec: train.Spec) -> str | None:
+    """What a fit of a 2-D slice of three-component motion assumes, or None."""
+    if spec.ndim != 2 or spec.n_comp != 3:
+        return None
+    return (
+        "2-D slice of 3-D motion: through-plane derivatives taken as zero (waves in the "
+        "slice plane); fit the volume when the neighbouring slices exist"
+    )
 
 
 def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:

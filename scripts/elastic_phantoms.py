@@ -9,6 +9,9 @@ file derived from its clean volume):
   tuning/    four-target, 60/80/100 Hz, 80 x 100 x 10 mm: clean and -20 dB (seed 0)
   held-out/  two-ellipse (60/80/100 Hz); four-target at 50/70/90 Hz; four-target
              20 mm thick (80 x 100 x 20 voxels): clean, and -30/-20/-10 dB with seeds 1, 2
+``--from DIR`` derives every file from the clean volumes DIR/SET/CASE_volume_clean.npz
+of an earlier run instead of solving (noise and slices are deterministic, so the files
+are the same): carry the clean volumes to another machine, write the sets there.
 Each noise level is written as a volume (F, 3, nx, ny, nz) and as the middle z-slice
 (F, 3, nx, ny); a slice's noise is drawn for the slice. Files are named
 CASE_{volume,slice}_{clean,NdB-seedS}.npz; manifest.json lists them with their settings.
@@ -21,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from helmholtz_pinn.data import save
+from helmholtz_pinn.data import load, save
 from helmholtz_pinn.elastic import middle_slice, shared_noise, simulate_elastic
 
 # name -> (set, simulate_elastic keywords, [(noise_db, seed), ...]); None = clean
@@ -39,9 +42,12 @@ def _noise_tag(noise_db: float | None, seed: int) -> str:
     return "clean" if noise_db is None else f"{noise_db:g}dB-seed{seed}"
 
 
-def write_sets(out: Path, only: list[str] | None = None, quick: bool = False) -> list[dict]:
-    """Simulate the selected cases (all by default) and write their files under ``out``;
-    returns the manifest entries (also written to ``out/manifest.json``)."""
+def write_sets(
+    out: Path, only: list[str] | None = None, quick: bool = False, source: Path | None = None
+) -> list[dict]:
+    """Simulate the selected cases (all by default; with ``source``, read their clean
+    volumes from there) and write their files under ``out``; returns the manifest
+    entries (also written to ``out/manifest.json``)."""
     names = list(CASES) if not only else only
     unknown = [n for n in names if n not in CASES]
     if unknown:
@@ -53,7 +59,10 @@ def write_sets(out: Path, only: list[str] | None = None, quick: bool = False) ->
         if quick:
             kwargs["elements_per_wavelength"] = QUICK_ELEMENTS_PER_WAVELENGTH
         start = time.perf_counter()
-        volume = simulate_elastic(**kwargs)
+        if source is None:
+            volume = simulate_elastic(**kwargs)
+        else:
+            volume = load(source / group / f"{name}_volume_clean.npz")
         seconds = time.perf_counter() - start
         print(f"{name}: solved in {seconds:.0f} s, u {volume.u.shape}", flush=True)
         (out / group).mkdir(parents=True, exist_ok=True)
@@ -93,8 +102,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help=f"coarse mesh ({QUICK_ELEMENTS_PER_WAVELENGTH:g} elements per shear wavelength)",
     )
+    parser.add_argument(
+        "--from", dest="source", type=Path, help="derive the files from clean volumes there"
+    )
     args = parser.parse_args(argv)
-    entries = write_sets(args.out, args.only, args.quick)
+    entries = write_sets(args.out, args.only, args.quick, args.source)
     print(f"wrote {len(entries)} files under {args.out}")
 
 
