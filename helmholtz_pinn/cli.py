@@ -240,8 +240,8 @@ def _write_dataset(dataset, out: Path) -> None:
     outputs.prepare_dir(out.parent)
     data.save(dataset, out)
     print(
-        f"wrote {out}: u {dataset.u.shape}, frequencies {list(dataset.frequency)} Hz, "
-        f"spacing {list(dataset.spacing)} m"
+        f"wrote {out}: u {dataset.u.shape}, frequencies {dataset.frequency.tolist()} Hz, "
+        f"spacing {dataset.spacing.tolist()} m"
     )
 
 

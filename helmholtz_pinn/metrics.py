@@ -303,7 +303,7 @@ def _noise_check(final_data: float | None, noise_fraction, field_weight):
     ok = np.isfinite(n2) & np.isfinite(w) if w.shape == n2.shape else np.zeros(n2.shape, bool)
     floor = float(np.sum(w[ok] * n2[ok]) / np.sum(w[ok])) if np.sum(w[ok]) > 0 else 0.0
     if final_data is None or not floor > 0:
-        return f"skipped: no final data loss or no noise (noise power {floor:.3g})"
+        return "skipped: " + ("no final data loss" if final_data is None else "no noise estimated")
     misfit, limit = float(final_data) / floor, QUALITY_LIMITS["noise"]
     measured = f"data misfit {final_data:.3g} is {misfit:.3g}x the noise power {floor:.3g}"
     advice = (
