@@ -2,7 +2,9 @@
 
 Workload (docs/performance.md, shared benchmark spec): N points x in [0,1]^2, u_obs =
 sin(4 x0) + i cos(3 x1), F = C = 1, two 128-wide depth-3 tanh Fourier-feature networks
-(64 features, sigma 4), per-frequency mu = softplus(o0 + c) + 0.1 i o1, Adam lr 1e-3.
+(64 features, sigma 4), the library's per-frequency mu, Adam lr 1e-3. Since G'' >= 0
+(2026-12) that mu is softplus(o0 + c) + 0.1 i softplus(o1 + c); the spec, and the
+PyTorch side until it follows, have 0.1 i o1 (the two initial losses then differ).
 
 Loss mapping: the spec's loss is mean|u - u_obs|^2 + 1e-3 mean|mu Lap u + k u|^2; the
 library's residual is normalised, r = mu Lap u / kappa + u, so with kappa = k
@@ -41,40 +43,40 @@ def workload(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return x, u.astype(np.complex64)
 
 
-def setup(n: int):
-    """The library's Spec and Problem for the seed workload on n points."""
-    import jax.numpy as jnp
+# the seed workload's configuration; batch_size = N (every point, every step)
+SEED_CONFIG = dict(width=128, depth=3, mu_width=128, mu_depth=3, n_features=64, activation="tanh")
+SEED_CONFIG.update(sigma_u=4.0, sigma_mu=4.0, mu_model="per-frequency", pde="helmholtz")
+SEED_CONFIG.update(pde_weight=PDE_WEIGHT, pde_warmup=0, learning_rate=1e-3)
+
+
+def setup(n: int, **overrides):
+    """The library's Spec, initial state (seed 0) and Problem for the seed workload on n
+    points (device arrays); ``overrides`` change SEED_CONFIG's fields."""
+    import jax
 
     from helmholtz_pinn import train
     from helmholtz_pinn.config import Config
 
-    cfg = Config(
-        width=128,
-        depth=3,
-        mu_width=128,
-        mu_depth=3,
-        n_features=64,
-        sigma_u=4.0,
-        sigma_mu=4.0,
-        activation="tanh",
-        mu_model="per-frequency",
-        pde="helmholtz",
-        pde_warmup=0,
-        pde_weight=PDE_WEIGHT,
-        batch_size=n,
-        learning_rate=1e-3,
-        sync_interval=SCAN_STEPS,
-    )
-    spec = train.Spec(ndim=2, n_freq=1, n_comp=1, sigma_u=4.0, sigma_mu=4.0, cfg=cfg)
+    cfg = Config(**{**SEED_CONFIG, **overrides}, batch_size=n)
+    spec = train.Spec.of(cfg, 2, 1, 1)
+    state = train.init_state(spec, 0, cfg.sigma_u, cfg.sigma_mu, cfg.learning_rate)
     x, u = workload(n)
+    one = np.ones((1, 1), np.float32)
     problem = train.Problem(
-        jnp.asarray(x),
-        jnp.asarray(u[:, None, None]),
-        jnp.asarray([K_WAVE], jnp.float32),
-        jnp.asarray([1.0], jnp.float32),
-        jnp.asarray(n, jnp.int32),
+        x, u[:, None, None], np.array([K_WAVE], np.float32), one[0], np.int32(n), one, one
     )
-    return spec, problem
+    return spec, state, jax.device_put(problem)
+
+
+def seed_loss(params, state, spec, problem):
+    """The library's loss on every point, (loss, data, pde), with the seed's pde_weight."""
+    import jax.numpy as jnp
+
+    from helmholtz_pinn import train
+
+    batch = (problem.x, problem.u, jnp.ones(problem.x.shape[0], jnp.float32))
+    data, pde = train.loss_terms(params, state.consts, spec, problem, batch)
+    return jnp.stack([data + PDE_WEIGHT * pde, data, pde])
 
 
 @contextlib.contextmanager
@@ -224,12 +226,12 @@ def laplacian_error(params, consts, precision: str | None, n: int = 2000) -> flo
     is float64 on the CPU, the tested value float32 on the default device."""
     import jax
 
-    from helmholtz_pinn.model import apply_jet
+    from helmholtz_pinn.model import LAP, apply_jet
 
     x, _ = workload(n, seed=1)
 
     def lap(p, c, pts):
-        return apply_jet(p, c, pts, "tanh", 2)[3, :, :]
+        return apply_jet(p, c, pts, "tanh", LAP)[3, :, :]
 
     ctx = jax.default_matmul_precision(precision) if precision else contextlib.nullcontext()
     with ctx:
@@ -267,30 +269,20 @@ def run_jax(args) -> None:
 def bench_size(args, rec, n: int) -> dict:
     """All JAX measurements at n points; returns the weights and the initial loss."""
     import jax
-    import jax.numpy as jnp
 
-    from helmholtz_pinn import train
+    from helmholtz_pinn import model, train
 
-    spec, problem = setup(n)
-    state = train.init_state(spec, 0)
+    spec, state, problem = setup(n)
     saved = {
         f"{net}/{k}": np.asarray(v)
         for net in ("u", "mu")
         for k, v in {**state.params[net], **state.consts[net]}.items()
     }
-
-    ones = jnp.ones((n,), jnp.float32)
-
-    def loss0(params):
-        data, pde = train.loss_terms(
-            params, state.consts, spec, problem, problem.x, problem.u, ones
-        )
-        return jnp.stack([data + PDE_WEIGHT * pde, data, pde])
-
-    saved[f"loss/{n}"] = loss = np.asarray(jax.jit(loss0)(state.params))
+    loss = jax.jit(seed_loss, static_argnums=2)(state.params, state, spec, problem)
+    saved[f"loss/{n}"] = loss = np.asarray(loss)
     rec("loss", n, loss=float(loss[0]), data=float(loss[1]), pde=float(loss[2]))
 
-    fwd = jax.jit(lambda p, c, x: spec.u_net.apply({"params": p, "constants": c}, x))
+    fwd = jax.jit(lambda p, c, x: model.apply_jet(p, c, x, "tanh", model.VALUE))
     pu, cu = state.params["u"], state.consts["u"]
     med, lo = repeat(
         lambda: jax.block_until_ready([fwd(pu, cu, problem.x) for _ in range(100)]), args.reps, 100
@@ -363,14 +355,12 @@ def breakdown(rec, spec, state, problem, reps: int) -> None:
     from helmholtz_pinn import train
 
     n = problem.x.shape[0]
-    ones = jnp.ones((n,), jnp.float32)
     fields = jax.jit(
-        lambda p: train.evaluate_fields(p, state.consts, spec, problem.x, problem.omega_ratio)[1]
+        lambda p: train.evaluate_fields(p, state.consts, spec, problem.x, problem.omega_ratio).lap_u
     )
 
     def loss(p):
-        data, pde = train.loss_terms(p, state.consts, spec, problem, problem.x, problem.u, ones)
-        return data + PDE_WEIGHT * pde
+        return seed_loss(p, state, spec, problem)[0]
 
     grad = jax.jit(jax.value_and_grad(loss))
     for what, fn in (("fields_forward", fields), ("loss_and_grad", grad)):
