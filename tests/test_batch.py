@@ -194,7 +194,8 @@ def test_3d_plane_wave_residual_vanishes(pde):
             "u": {"out_kernel": np.array([[0.0, 1.0], [1.0, 0.0]]), "out_bias": np.zeros(2)},
             "mu": {
                 "out_kernel": np.zeros((2, 2)),
-                "out_bias": np.array([np.log(np.expm1(g)) - physics.SOFTPLUS_ONE, 0.0]),
+                # G' = softplus(b0 + c) = g; G'' = 0.1 softplus(-40 + c) ~ 1e-18 (G'' >= 0)
+                "out_bias": np.array([np.log(np.expm1(g)) - physics.SOFTPLUS_ONE, -40.0]),
             },
         }
         spec = train.Spec.of(Config(pde=pde), 3, 1, 1)
