@@ -18,11 +18,32 @@ printed to stdout as one JSON line the moment it completes, so a run cut short k
 what it finished; ``--report-only`` rebuilds the Markdown from ``accuracy.json`` or from
 such a captured stdout log.
 
+Elastic FEM phantoms (``--elastic DIR``: the files and manifest.json written by
+``scripts/elastic_phantoms.py``; the code is in ``scripts/accuracy_elastic.py``): files x
+methods, the methods ``pinn-<form>`` for each ``--pde`` form (default: every form of
+``helmholtz_pinn.forms.names()``), ``pinn-auto`` (the library's default configuration),
+``ahi``, ``ahi-gaussian`` and ``curl-mdev``. Files are chosen with ``--set``, ``--output``,
+``--case``, ``--noise`` and ``--noise-seeds`` (files listed but absent are skipped), cut
+with ``--limit-files``; ``--skip-done`` leaves out the cells earlier logs finished and
+``--time-budget`` stops starting files, so a study too long for one invocation is run in
+several and merged with ``--report-only``. Written: ``accuracy_elastic.json`` / ``.md``,
+``figures/accuracy_elastic_<case>_<output>.png`` and ``elastic_maps/`` (the G' maps the
+figures are drawn from, which ``--report-only`` draws again); never accuracy.json/.md.
+``--report-only`` merges scalar and elastic results into one report.
+
 Examples (the script finds the package in its checkout; no install needed):
   full study, library defaults (GPU):  python scripts/accuracy.py | tee accuracy.log
   CPU smoke test (tiny):               python scripts/accuracy.py --quick --out /tmp/a
   tables again from the numbers:       python scripts/accuracy.py --report-only docs/accuracy.json
   a study split over runs, merged:     python scripts/accuracy.py --report-only a.log b.log
+  elastic held-out slices (GPU):       python scripts/accuracy.py --elastic data/elastic \
+                                         --set held-out --output slice --pde hetero navier \
+                                         --out /tmp/el | tee el1.log
+  the rest of it, another invocation:  ... --skip-done el1.log --time-budget 420 | tee el2.log
+  elastic CPU smoke test:              python scripts/accuracy.py --elastic data/elastic \
+                                         --quick --limit-files 2 --out /tmp/e
+  both studies in one report:          python scripts/accuracy.py --report-only \
+                                         docs/accuracy.json el1.log el2.log --out docs
 """
 
 from __future__ import annotations
@@ -32,7 +53,6 @@ import dataclasses
 import datetime
 import itertools
 import json
-import math
 import platform
 import shlex
 import shutil
@@ -47,7 +67,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without installing the package
     sys.path.insert(0, str(ROOT))
 
-from helmholtz_pinn import baselines, inversion, metrics, outputs, phantoms, train  # noqa: E402
+if str(ROOT / "scripts") not in sys.path:  # the elastic part, also when loaded by path
+    sys.path.insert(0, str(ROOT / "scripts"))
+
+import accuracy_elastic as elastic  # noqa: E402
+from accuracy_elastic import _emit, _num, _pct, _seconds, noise_label  # noqa: E402, F401
+
+from helmholtz_pinn import baselines, errors, forms, inversion, metrics, outputs, phantoms  # noqa: E402
 from helmholtz_pinn.config import Config  # noqa: E402
 
 METHODS = ("pinn-helmholtz", "pinn-hetero", "ahi", "ahi-gaussian")
@@ -90,11 +116,6 @@ QUICK_NOISE = (-20.0,)
 # --------------------------------------------------------------------------- running
 
 
-def noise_label(noise_db: float | None) -> str:
-    """``clean`` or ``-20 dB``."""
-    return "clean" if noise_db is None else f"{noise_db:g} dB"
-
-
 def parse_noise(text: str) -> float | None:
     """``clean`` (or ``none``) -> None, else the noise-to-signal power ratio in dB."""
     if text.lower() in ("clean", "none"):
@@ -112,7 +133,7 @@ def run_cell(method: str, dataset, cfg: Config, ahi_sigma: float) -> tuple[dict,
     if method in PINN_METHODS:
         try:
             res = inversion.invert(dataset, cfg, progress=False, pde=PINN_METHODS[method])
-        except train.DivergenceError as err:
+        except errors.HelmholtzPinnError as err:
             return {"error": str(err)}, None
         m = res.metrics
         facts = {
@@ -199,29 +220,42 @@ def phantom_info(dataset, overrides: dict) -> dict:
     }
 
 
+def pinn_config(args) -> tuple[Config, dict]:
+    """The PINN settings of a run: the library defaults with --quick, --config and --steps
+    applied; (config, the overrides)."""
+    overrides = dict(QUICK_CONFIG) if args.quick else {}
+    if args.config:
+        overrides.update(json.loads(args.config))
+    if args.steps is not None:
+        overrides["steps"] = args.steps
+    return Config().replace(**overrides), overrides
+
+
+def run_meta(args, command: str, cfg: Config, overrides: dict) -> dict:
+    """What every run records: date, command, machine, PINN and baseline settings."""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "machine": machine(),
+        "quick": bool(args.quick),
+        "noise_seed": args.seed,
+        "ahi_sigma_voxels": args.ahi_sigma,
+        "config": dataclasses.asdict(cfg),
+        "config_overrides": overrides,
+    }
+
+
 def run_study(args, command: str) -> dict:
     """Run every cell; print, save and report as the cells complete. Returns the study."""
     import jax
 
     out = outputs.prepare_dir(args.out)
     outputs.prepare_dir(out / "figures")
-    overrides = dict(QUICK_CONFIG) if args.quick else {}
-    if args.config:
-        overrides.update(json.loads(args.config))
-    if args.steps is not None:
-        overrides["steps"] = args.steps
-    cfg = Config().replace(**overrides)
+    cfg, overrides = pinn_config(args)
     phantom_overrides = dict(QUICK_PHANTOM) if args.quick else {}
     study = {
         "meta": {
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": command,
-            "machine": machine(),
-            "quick": bool(args.quick),
-            "noise_seed": args.seed,
-            "ahi_sigma_voxels": args.ahi_sigma,
-            "config": dataclasses.asdict(cfg),
-            "config_overrides": overrides,
+            **run_meta(args, command, cfg, overrides),
             "phantom_overrides": phantom_overrides,
             "phantoms": list(args.phantoms),
             "noise_db": list(args.noise),
@@ -266,23 +300,6 @@ def run_study(args, command: str) -> dict:
     outputs.write_json(out / "accuracy.json", study)
     write_report(study, out / "accuracy.md")
     return study
-
-
-def _emit(record: dict) -> None:
-    """One JSON line on stdout, flushed (NaN becomes null, numpy scalars numbers)."""
-    print(json.dumps(_jsonable(record)), flush=True)
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _figure_noise(noise: list) -> list:
@@ -360,15 +377,17 @@ def figure(name: str, truth, maps: dict, study: dict, path: Path) -> Path | None
 
 
 def load_study(path: str | Path) -> dict:
-    """A study from ``accuracy.json`` or from the JSON lines the run printed to stdout."""
+    """A study from ``accuracy.json`` / ``accuracy_elastic.json`` or from the JSON lines a
+    run printed to stdout (scalar and elastic cells alike)."""
     text = Path(path).read_text()
     try:
         study = json.loads(text)
-        if isinstance(study, dict) and "results" in study:
-            return study
+        if isinstance(study, dict) and ("results" in study or "elastic_results" in study):
+            return {"phantoms": {}, "results": [], "elastic_files": {}, "elastic_results": [],
+                    **study}  # fmt: skip
     except json.JSONDecodeError:
         pass
-    study = {"meta": {}, "phantoms": {}, "results": []}
+    study = {"meta": {}, "phantoms": {}, "results": [], "elastic_files": {}, "elastic_results": []}
     for line in text.splitlines():
         try:
             record = json.loads(line)
@@ -383,51 +402,64 @@ def load_study(path: str | Path) -> dict:
         elif "phantom_info" in record:
             info = dict(record["phantom_info"])
             study["phantoms"][info.pop("phantom")] = info
+        elif "elastic_file" in record:
+            study["elastic_files"][record["elastic_file"]["file"]] = record["elastic_file"]
+        elif "method" in record and "file" in record:
+            study["elastic_results"].append(record)
         elif "method" in record and "phantom" in record:
             study["results"].append(record)
-    if not study["results"]:
+    if not study["results"] and not study["elastic_results"]:
         raise ValueError(f"{path}: no accuracy results (neither accuracy.json nor JSON lines)")
     return study
 
 
 def merge_studies(studies: list[dict]) -> dict:
     """One study from several runs: the cells of all (a later run's cell replaces an
-    earlier one's), the first run's meta with every run's command and date."""
+    earlier one's), the first scalar run's meta (else the first run's) with every run's
+    command and date, and every run's meta under ``runs``."""
     if len(studies) == 1:
         return studies[0]
-    meta = dict(studies[0].get("meta", {}))
+    first = next((st for st in studies if st.get("results")), studies[0])
+    meta = dict(first.get("meta", {}))
     for key in ("command", "date"):
         values = [st.get("meta", {}).get(key) for st in studies]
         meta[key] = " ; ".join(dict.fromkeys(v for v in values if v)) or None
+    meta["runs"] = [
+        r for st in studies for r in st.get("meta", {}).get("runs", [st.get("meta", {})])
+    ]
     cells: dict = {}
+    elastic_cells: dict = {}
     phantom_infos: dict = {}
+    elastic_files: dict = {}
     wanted = set()  # every cell some run asked for
+    wanted_elastic = set()
     for st in studies:
         phantom_infos.update(st.get("phantoms", {}))
-        for r in st["results"]:
+        elastic_files.update(st.get("elastic_files", {}))
+        for r in st.get("results", []):
             cells[(r["phantom"], r["noise_db"], r["method"])] = r
-        m = st.get("meta", {})
-        wanted.update(
-            itertools.product(m.get("phantoms", []), m.get("noise_db", []), m.get("methods", []))
-        )
-    meta["complete"] = bool(wanted) and wanted <= set(cells)
-    return {"meta": meta, "phantoms": phantom_infos, "results": list(cells.values())}
-
-
-def _pct(x, digits: int = 1) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return f"{round(100 * x, digits) + 0.0:.{digits}f} %"  # + 0.0: no "-0 %"
-
-
-def _num(x, fmt: str = "{:.3f}") -> str:
-    return "n/a" if x is None or not math.isfinite(x) else fmt.format(x)
-
-
-def _seconds(x) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return f"{x:.1f}" if x >= 10 else f"{x:.2g}" if x >= 0.01 else "< 0.01"
+        for r in st.get("elastic_results", []):
+            elastic_cells[(r["file"], r["method"])] = r
+        for m in st.get("meta", {}).get("runs", [st.get("meta", {})]):
+            wanted.update(
+                itertools.product(
+                    m.get("phantoms", []), m.get("noise_db", []), m.get("methods", [])
+                )
+            )
+            el = m.get("elastic") or {}
+            wanted_elastic.update(itertools.product(el.get("files", []), el.get("methods", [])))
+    meta["complete"] = (
+        bool(wanted or wanted_elastic)
+        and wanted <= set(cells)
+        and wanted_elastic <= set(elastic_cells)
+    )
+    return {
+        "meta": meta,
+        "phantoms": phantom_infos,
+        "results": list(cells.values()),
+        "elastic_files": elastic_files,
+        "elastic_results": list(elastic_cells.values()),
+    }
 
 
 def largest_targets(study: dict, name: str, n: int = 2) -> list[str]:
@@ -530,10 +562,13 @@ def targets(study: dict, name: str) -> list[dict]:
 
 
 def report(study: dict, *, regenerated_by: str | None = None) -> str:
-    """The Markdown report of a study (tables per phantom, targets, provenance)."""
+    """The Markdown report of a study (tables per phantom, targets, provenance; then the
+    elastic phantoms' sections, or only those when no scalar phantom was run)."""
     meta = study.get("meta", {})
     mach = meta.get("machine", {})
     cfg = meta.get("config", {})
+    if not study.get("results"):
+        return "\n".join(_elastic_header(study, regenerated_by) + elastic.report_sections(study))
     lines = [
         "# Accuracy study: PINN against algebraic Helmholtz inversion",
         "",
@@ -634,8 +669,30 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
             lines.append(
                 f"| {LABELS[t['method']]} | {t['target']} | {t['value']} | {_verdict(t['met'])} |"
             )
+    lines += elastic.report_sections(study)
     lines.append("")
     return "\n".join(lines)
+
+
+def _elastic_header(study: dict, regenerated_by: str | None) -> list[str]:
+    """Title and provenance of a report with elastic phantoms only."""
+    meta = study.get("meta", {})
+    mach = meta.get("machine", {})
+    lines = [
+        "# Accuracy study: PINN against baselines on elastic FEM phantoms",
+        "",
+        f"- Date: {meta.get('date', 'n/a')}",
+        f"- Machine: JAX {mach.get('jax_version', '?')} on {mach.get('backend', '?')}, "
+        f"devices {', '.join(mach.get('devices', [])) or '?'} "
+        f"({mach.get('device_kind', '?')}); nvidia-smi: {mach.get('nvidia_smi') or 'n/a'}; "
+        f"CPU: {mach.get('cpu') or 'n/a'}",
+        f"- Command: `{meta.get('command', 'n/a')}`",
+    ]
+    if meta.get("quick"):
+        lines.append("- **--quick smoke run: tiny network, few steps; not a measurement.**")
+    if regenerated_by:
+        lines.append(f"- Report regenerated from the saved numbers by `{regenerated_by}`")
+    return lines + [""]
 
 
 def write_report(study: dict, path: Path, *, regenerated_by: str | None = None) -> Path:
@@ -664,9 +721,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=parse_noise,
         default=None,
         help="noise levels: 'clean' or dB noise-to-signal power (default: "
-        "clean -30 -20 -10; --quick: -20)",
+        "clean -30 -20 -10; --quick: -20); with --elastic, a filter of the files (default: all)",
     )
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        metavar="METHOD",
+        help=f"scalar phantoms: {', '.join(METHODS)} (default: all); with --elastic: "
+        f"{', '.join(elastic.DEFAULT_METHODS)} (default: all) and pinn-<form>, added to those "
+        "of --pde",
+    )
     parser.add_argument(
         "--steps", type=int, default=None, help="PINN training steps (default: the library default)"
     )
@@ -701,8 +766,63 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="JSON",
         help="only write accuracy.md (and accuracy.json) from accuracy.json files or captured "
-        "stdout logs; several are merged (a study split over runs), later cells win",
+        "stdout logs; several are merged (a study split over runs), later cells win; with "
+        "elastic cells only: accuracy_elastic.md/.json",
     )
+    group = parser.add_argument_group(
+        "elastic FEM phantoms (files of scripts/elastic_phantoms.py; every filter optional)"
+    )
+    group.add_argument(
+        "--elastic",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run the study on DIR/manifest.json's files instead of the scalar phantoms; "
+        "writes accuracy_elastic.json / .md, figures/accuracy_elastic_*.png, elastic_maps/",
+    )
+    group.add_argument("--set", nargs="+", choices=elastic.SETS, default=None)
+    group.add_argument("--output", nargs="+", choices=elastic.OUTPUTS, default=None)
+    group.add_argument("--case", nargs="+", default=None, metavar="CASE")
+    group.add_argument(
+        "--noise-seeds", nargs="+", type=int, default=None, metavar="SEED",
+        help="noisy files of these noise seeds only (clean files always pass)",
+    )  # fmt: skip
+    group.add_argument(
+        "--pde",
+        nargs="*",
+        choices=forms.names(),
+        default=None,
+        metavar="FORM",
+        help=f"PINN forms run as pinn-<form> (of {', '.join(forms.names())}; default: all; "
+        "none: --pde alone)",
+    )
+    group.add_argument(
+        "--limit-files", type=int, default=None, metavar="N",
+        help="only the first N selected files that still have cells to run",
+    )  # fmt: skip
+    group.add_argument(
+        "--skip-done", type=Path, nargs="+", default=None, metavar="LOG",
+        help="skip the cells that finished without error in these logs or JSON files",
+    )  # fmt: skip
+    group.add_argument(
+        "--time-budget", type=float, default=None, metavar="S",
+        help="start no new file (with --batch: no new method) after S seconds",
+    )  # fmt: skip
+    group.add_argument(
+        "--batch",
+        action="store_true",
+        help="fit the selected files of one case and output as one batched program per PINN "
+        "method (shared mu_ref and Fourier scales; wall time per cell = batch time / members)",
+    )
+    group.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="draw no elastic figures (the maps are still saved; --report-only draws them)",
+    )
+    group.add_argument(
+        "--curl-sigma", type=float, default=2.0,
+        help="Gaussian smoothing of curl-MDEV, voxels",
+    )  # fmt: skip
     parser.add_argument(
         "--compile-cache",
         type=Path,
@@ -719,31 +839,73 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+ELASTIC_ONLY = ("set", "output", "case", "noise_seeds", "pde", "limit_files", "skip_done",
+                "time_budget", "batch", "no_figures")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     command = shlex.join(
         ["python", *(sys.argv if argv is None else ["scripts/accuracy.py", *argv])]
     )
     if args.report_only is not None:
         study = merge_studies([load_study(p) for p in args.report_only])
         out = outputs.prepare_dir(args.out or args.report_only[0].parent)
-        if [p.resolve() for p in args.report_only] != [(out / "accuracy.json").resolve()]:
-            outputs.write_json(out / "accuracy.json", study)
-        path = write_report(study, out / "accuracy.md", regenerated_by=command)
+        stem = "accuracy" if study.get("results") else "accuracy_elastic"
+        if [p.resolve() for p in args.report_only] != [(out / f"{stem}.json").resolve()]:
+            outputs.write_json(out / f"{stem}.json", study)
+        path = write_report(study, out / f"{stem}.md", regenerated_by=command)
+        # elastic figures again, from the maps the runs saved beside their results
+        runs = study.get("meta", {}).get("runs", [study.get("meta", {})])
+        folders = [
+            Path(m["elastic"]["maps_dir"]) for m in runs if "maps_dir" in m.get("elastic", {})
+        ]
+        folders += [p.parent / "elastic_maps" for p in args.report_only] + [out / "elastic_maps"]
+        folders = [f for f in dict.fromkeys(folders) if f.is_dir()]
+        for case, output in dict.fromkeys(
+            (i["case"], i["output"]) for i in study.get("elastic_files", {}).values()
+        ):
+            if not args.no_figures:
+                elastic.elastic_figure(study, case, output, folders, out / "figures")
         print(f"wrote {path}", file=sys.stderr)
         return 0
     args.out = args.out or ROOT / "docs"
-    args.phantoms = args.phantoms or list(DEFAULT_PHANTOMS)
-    args.noise = args.noise or list(QUICK_NOISE if args.quick else DEFAULT_NOISE)
+    if args.elastic is not None:
+        if args.phantoms:
+            parser.error("--phantoms is for the scalar phantoms; --elastic uses --set/--case")
+        args.seeds = args.noise_seeds
+        try:
+            elastic.methods_of(args.pde, args.methods)
+        except errors.ConfigError as err:
+            parser.error(str(err))
+    else:
+        given = [f"--{k.replace('_', '-')}" for k in ELASTIC_ONLY if getattr(args, k)]
+        if args.pde is not None and "--pde" not in given:
+            given.append("--pde")
+        if given:
+            parser.error(f"{', '.join(given)}: only with --elastic DIR")
+        bad = [m for m in args.methods or [] if m not in METHODS]
+        if bad:
+            parser.error(f"--methods: unknown {bad}; valid for the scalar phantoms: {METHODS}")
+        args.methods = args.methods or list(METHODS)
+        args.phantoms = args.phantoms or list(DEFAULT_PHANTOMS)
+        args.noise = args.noise or list(QUICK_NOISE if args.quick else DEFAULT_NOISE)
     if not args.no_compile_cache:
         from helmholtz_pinn.compile_cache import enable_compilation_cache
 
         enable_compilation_cache(args.compile_cache, min_compile_time_s=0.5)
     t0 = time.perf_counter()
-    run_study(args, command)
+    if args.elastic is not None:
+        cfg, overrides = pinn_config(args)
+        meta = run_meta(args, command, cfg, overrides)
+        elastic.run_elastic(args, cfg, meta, load_study=load_study, write_report=write_report)
+        written = "accuracy_elastic.md, accuracy_elastic.json, figures/, elastic_maps/"
+    else:
+        run_study(args, command)
+        written = "accuracy.md, accuracy.json, figures/"
     print(
-        f"# done in {time.perf_counter() - t0:.0f} s: {args.out}/accuracy.md, accuracy.json, "
-        f"figures/",
+        f"# done in {time.perf_counter() - t0:.0f} s: {args.out}/{written}",
         file=sys.stderr,
         flush=True,
     )
