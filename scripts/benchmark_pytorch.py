@@ -94,7 +94,8 @@ def loss_fn(u_net, mu_net, x, u_obs, form: str):
     """mean|u - u_obs|^2 + 1e-3 mean|mu Lap u + k u|^2, in real arithmetic."""
     u, lap = nested_laplacian(u_net, x) if form == "autograd" else u_net.jet(x)
     o = mu_net(x)
-    mu_re, mu_im = nn.functional.softplus(o[:, 0] + SOFTPLUS_ONE), ETA_SCALE * o[:, 1]
+    mu_re = nn.functional.softplus(o[:, 0] + SOFTPLUS_ONE)
+    mu_im = ETA_SCALE * nn.functional.softplus(o[:, 1] + SOFTPLUS_ONE)  # G'' >= 0
     r_re = mu_re * lap[:, 0] - mu_im * lap[:, 1] + K_WAVE * u[:, 0]
     r_im = mu_re * lap[:, 1] + mu_im * lap[:, 0] + K_WAVE * u[:, 1]
     data = ((u - u_obs) ** 2).sum(1).mean()

@@ -33,7 +33,7 @@ SCALE_MIN = 1e-3  # components weaker than this are divided by it (their weight 
 def residual(f: Fields, kappa):
     """r (N, F, C) for u (N, F, C), gradients (d, N, F, C), hess_u (d, d, N, F, C)."""
     s = f.scale[None]  # (1, F, C)
-    u, grad, lap, hess = f.u * s, f.grad_u * s, f.lap_u * s, f.hess_u * s
+    u, lap, grad, hess = f.u * s, f.lap_u * s, f.grad_u * s[None], f.hess_u * s[None, None]
     d, n_comp = grad.shape[0], u.shape[-1]
     mu, gmu = f.mu, f.grad_mu  # (N, F), (d, N, F)
     rows = []
