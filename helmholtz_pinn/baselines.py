@@ -65,6 +65,7 @@ __all__ = [
 SMOOTHING_CHOICES = ("none", "gaussian", "savgol")
 METHODS = ("ahi", "curl_mdev")
 
+
 def ahi(
     dataset: Dataset,
     *,

@@ -127,9 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inv.add_argument(
         "--slicewise",
-        action="store_true",
-        help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all "
-        "slices batched; slices with an empty mask are left NaN",
+        action=argparse.BooleanOptionalAction,
+        help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all slices "
+        "batched (slices with an empty mask are left NaN); default: slicewise for "
+        "3-component volumes under --pde auto (measured better), else one 3-D fit",
     )
     inv.add_argument(
         "--devices",
@@ -239,10 +240,8 @@ def _write_dataset(dataset, out: Path) -> None:
 
     outputs.prepare_dir(out.parent)
     data.save(dataset, out)
-    print(
-        f"wrote {out}: u {dataset.u.shape}, frequencies {dataset.frequency.tolist()} Hz, "
-        f"spacing {dataset.spacing.tolist()} m"
-    )
+    freqs, spacing = dataset.frequency.tolist(), dataset.spacing.tolist()
+    print(f"wrote {out}: u {dataset.u.shape}, frequencies {freqs} Hz, spacing {spacing} m")
 
 
 def cmd_simulate(args) -> int:
@@ -353,6 +352,8 @@ def _summary(facts: dict, out: Path) -> None:
     keys = ("steps", "wall_time_s", "median_rel_error_storage", "pearson_r_storage")
     shown = ", ".join(f"{k}={facts[k]:.4g}" for k in keys if isinstance(facts.get(k), float))
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
+    for note in filter(None, (facts.get(k) for k in ("slicewise_chosen", "assumption"))):
+        print(f"note: {note}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
             print(f"warning: {out}: fit quality: {c['name']}: {c['message']}", file=sys.stderr)

@@ -6,8 +6,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+from settings import SMALL
 
-from helmholtz_pinn import forms
+from helmholtz_pinn import forms, inversion
+from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import ConfigError
 
@@ -128,3 +130,29 @@ def test_curl_transform_needs_central_stencils():
     thin = dataclasses.replace(data, mask=np.eye(8, dtype=bool))
     with pytest.raises(Exception, match="central difference"):
         forms.get("curl").transform(thin)
+
+
+def _volume(n_comp, nz=3, n=12):
+    rng = np.random.default_rng(0)
+    shape = (1, n_comp, n, n, nz)
+    u = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    return Dataset(u=u, frequency=np.array([80.0]), spacing=np.full(3, 1e-3))
+
+
+def test_three_component_volumes_are_fitted_slicewise_by_default():
+    """slicewise=None: slice by slice for 3-component volumes under pde="auto" (and it
+    says so in the run facts); an explicit form, fewer components or slicewise=False
+    keep the 3-D fit."""
+    cfg = Config()
+    assert inversion.auto_slicewise(_volume(3), cfg)
+    assert not inversion.auto_slicewise(_volume(3), cfg.replace(pde="navier"))
+    assert not inversion.auto_slicewise(_volume(2), cfg)
+    assert not inversion.auto_slicewise([_volume(3)], cfg)
+    small = Config(**SMALL)
+    auto = inversion.invert(_volume(3), small, progress=False)
+    assert (
+        auto.metrics["mode"] == "slicewise" and "slice by slice" in auto.metrics["slicewise_chosen"]
+    )
+    assert auto.mu.shape == (1, 12, 12, 3)
+    forced = inversion.invert(_volume(3), small, slicewise=False, progress=False)
+    assert forced.metrics.get("mode") != "slicewise" and "slicewise_chosen" not in forced.metrics
