@@ -86,14 +86,17 @@ LABELS = {
 }
 DEFAULT_PHANTOMS = ("four-target", "smooth", "stripes")
 DEFAULT_NOISE = (None, -30.0, -20.0, -10.0)  # dB noise-to-signal power; None = clean
-FIGURE_NOISE = (None, -20.0)
+# The issue's targets (fractions), shared with the elastic part: clean PINN, and PINN at
+# -20 dB against AHI on the same file (the elastic part compares with curl-MDEV).
+from accuracy_elastic import (  # noqa: E402
+    CLEAN_MAX_ERROR,
+    CLEAN_MIN_CONTRAST,
+    CLEAN_MIN_R,
+    FIGURE_NOISE,
+    NOISY_DB,
+    NOISY_MAX_ERROR,
+)
 
-# The issue's targets (fractions): clean PINN, and PINN at -20 dB against AHI on the same file.
-CLEAN_MAX_ERROR = 0.05
-CLEAN_MIN_R = 0.9
-CLEAN_MIN_CONTRAST = 0.8
-NOISY_DB = -20.0
-NOISY_MAX_ERROR = 0.15
 NOISY_MAX_RATIO = 0.25
 
 # --quick: every phantom on 40x50 voxels of 2 mm (the default 80x100 mm field of view at
@@ -565,7 +568,6 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
     """The Markdown report of a study (tables per phantom, targets, provenance; then the
     elastic phantoms' sections, or only those when no scalar phantom was run)."""
     meta = study.get("meta", {})
-    mach = meta.get("machine", {})
     cfg = meta.get("config", {})
     if not study.get("results"):
         return "\n".join(_elastic_header(study, regenerated_by) + elastic.report_sections(study))
@@ -584,12 +586,7 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
         "Gaussian-smoothed AHI is shown beside it); the contrast target uses the two target "
         "regions with the most voxels.",
         "",
-        f"- Date: {meta.get('date', 'n/a')}",
-        f"- Machine: JAX {mach.get('jax_version', '?')} on {mach.get('backend', '?')}, "
-        f"devices {', '.join(mach.get('devices', [])) or '?'} "
-        f"({mach.get('device_kind', '?')}); nvidia-smi: {mach.get('nvidia_smi') or 'n/a'}; "
-        f"CPU: {mach.get('cpu') or 'n/a'}",
-        f"- Command: `{meta.get('command', 'n/a')}`",
+        *_provenance(meta),
         f"- PINN settings: steps {cfg.get('steps', '?')}, width {cfg.get('width', '?')} x "
         f"depth {cfg.get('depth', '?')}, mu-network {cfg.get('mu_width', '?')} x "
         f"{cfg.get('mu_depth', '?')}, {cfg.get('n_features', '?')} Fourier features, batch "
@@ -674,19 +671,26 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _provenance(meta: dict) -> list[str]:
+    """The date, machine and command lines of a report's header."""
+    mach = meta.get("machine", {})
+    devices = ", ".join(mach.get("devices", [])) or "?"
+    return [
+        f"- Date: {meta.get('date', 'n/a')}",
+        f"- Machine: JAX {mach.get('jax_version', '?')} on {mach.get('backend', '?')}, "
+        f"devices {devices} ({mach.get('device_kind', '?')}); nvidia-smi: "
+        f"{mach.get('nvidia_smi') or 'n/a'}; CPU: {mach.get('cpu') or 'n/a'}",
+        f"- Command: `{meta.get('command', 'n/a')}`",
+    ]
+
+
 def _elastic_header(study: dict, regenerated_by: str | None) -> list[str]:
     """Title and provenance of a report with elastic phantoms only."""
     meta = study.get("meta", {})
-    mach = meta.get("machine", {})
     lines = [
         "# Accuracy study: PINN against baselines on elastic FEM phantoms",
         "",
-        f"- Date: {meta.get('date', 'n/a')}",
-        f"- Machine: JAX {mach.get('jax_version', '?')} on {mach.get('backend', '?')}, "
-        f"devices {', '.join(mach.get('devices', [])) or '?'} "
-        f"({mach.get('device_kind', '?')}); nvidia-smi: {mach.get('nvidia_smi') or 'n/a'}; "
-        f"CPU: {mach.get('cpu') or 'n/a'}",
-        f"- Command: `{meta.get('command', 'n/a')}`",
+        *_provenance(meta),
     ]
     if meta.get("quick"):
         lines.append("- **--quick smoke run: tiny network, few steps; not a measurement.**")
