@@ -129,6 +129,7 @@ def evaluate(mu_pred: np.ndarray, dataset: Dataset) -> dict[str, Any]:
       - ``median_rel_error_storage``, ``mean_rel_error_storage``: median / mean over
         the mask of ``|Re mu_pred - Re mu_true| / |Re mu_true|`` (fractions);
       - ``median_rel_error_abs``, ``mean_rel_error_abs``: the same for ``|mu|``;
+      - ``median_rel_error_loss``: the median for G'' = Im mu, relative to the true G'';
       - ``pearson_r_storage``: Pearson R of ``Re(mu)`` over the mask;
       - when the dataset has regions, ``regions`` =
         ``{"1": {"median_storage_pa", "true_median_storage_pa",
@@ -345,9 +346,7 @@ def _check_maps(a, b, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _dataset_mask(dataset: Dataset) -> np.ndarray:
-    if dataset.mask is None:
-        return np.ones(dataset.grid, dtype=bool)
-    return np.asarray(dataset.mask, dtype=bool)
+    return np.ones(dataset.grid, bool) if dataset.mask is None else np.asarray(dataset.mask, bool)
 
 
 def _per_freq(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
@@ -361,8 +360,7 @@ def _per_freq(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
 
 
 def _finite_or_none(x: float) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
+    return float(x) if math.isfinite(float(x)) else None
 
 
 def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np.ndarray) -> dict:
@@ -372,11 +370,13 @@ def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np
         raise InputError("the dataset mask selects no voxels")
     err_storage = relative_error_map(pred.real, true.real)
     err_abs = relative_error_map(np.abs(pred), np.abs(true))
+    err_loss = relative_error_map(pred.imag, true.imag)
     out: dict[str, Any] = {
         "median_rel_error_storage": _finite_or_none(np.median(err_storage[mask])),
         "mean_rel_error_storage": _finite_or_none(np.mean(err_storage[mask])),
         "median_rel_error_abs": _finite_or_none(np.median(err_abs[mask])),
         "mean_rel_error_abs": _finite_or_none(np.mean(err_abs[mask])),
+        "median_rel_error_loss": _finite_or_none(np.median(err_loss[mask])),
         "pearson_r_storage": _finite_or_none(pearson_r(pred.real, true.real, mask)),
     }
     if dataset.regions is not None:

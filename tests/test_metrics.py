@@ -107,6 +107,7 @@ def test_evaluate_values_and_json():
         "mean_rel_error_storage",
         "median_rel_error_abs",
         "mean_rel_error_abs",
+        "median_rel_error_loss",
         "pearson_r_storage",
         "regions",
         "contrast_transfer",
@@ -336,3 +337,15 @@ def test_small_good_fit_raises_no_fit_quality_warning():
     assert all(c["passed"] for c in checks.values()), checks
     for name in ("modulus_range", "ahi_agreement", "pde_residual", "loss_decrease"):
         assert not checks[name]["skipped"], checks[name]
+
+
+def test_loss_modulus_error_is_relative_to_the_true_loss_modulus():
+    """G'' 20 % too high and G' exact: the G'' error is 0.2, the G' error 0."""
+    mu = np.full((1, 8, 8), 3000.0 + 500.0j)
+    data = Dataset(
+        u=np.ones((1, 1, 8, 8), np.complex64), frequency=np.array([80.0]),
+        spacing=np.array([1e-3, 1e-3]), mu=mu,
+    )  # fmt: skip
+    ev = evaluate(mu.real + 1.2j * mu.imag, data)
+    assert ev["median_rel_error_loss"] == pytest.approx(0.2)
+    assert ev["median_rel_error_storage"] == pytest.approx(0.0)
