@@ -85,7 +85,8 @@ def test_a_noise_only_component_does_not_pull_the_modulus():
     rng = np.random.default_rng(5)
     sigma = 0.1 * np.sqrt(np.mean(np.abs(data.u) ** 2) / 2)
     shape = data.u[:, :1].shape
-    three = _with_third(data, sigma * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)))
+    noise = sigma * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+    three = _with_third(data, noise)
     cfg = Config(
         width=32, depth=2, mu_width=16, mu_depth=1, n_features=16, batch_size=576,
         steps=1500, sync_interval=100, pde_warmup=100, pde="hetero", mu_ref=3000.0,
