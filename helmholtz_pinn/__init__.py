@@ -37,6 +37,7 @@ MODULES = (
     "maps",
     "figures",
     "result",
+    "problem",
     "inversion",
     "logs",
     "compile_cache",

@@ -352,7 +352,7 @@ def _summary(facts: dict, out: Path) -> None:
     keys = ("steps", "wall_time_s", "median_rel_error_storage", "pearson_r_storage")
     shown = ", ".join(f"{k}={facts[k]:.4g}" for k in keys if isinstance(facts.get(k), float))
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
-    for note in filter(None, (facts.get(k) for k in ("slicewise_chosen", "assumption"))):
+    for note in facts.get("notes", []):
         print(f"note: {note}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
