@@ -32,6 +32,7 @@ MODULES = (
     "checkpoint",
     "layout",
     "metrics",
+    "clinical",
     "baselines",
     "outputs",
     "maps",

@@ -1,4 +1,8 @@
-"""Output folder handling: the one place that creates and writes result files."""
+"""Output folder handling: the one place that creates and writes result files.
+
+NIfTI maps (:func:`write_nifti_maps`) go to ``OUT/maps/<stem>.nii.gz``; nibabel is
+imported only there.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import math
 import os
 from pathlib import Path
 
-from helmholtz_pinn.errors import OutputError
+import numpy as np
+
+from helmholtz_pinn.errors import InputError, MissingDependencyError, OutputError
 
 
 def prepare_dir(out: str | Path) -> Path:
@@ -59,3 +65,86 @@ def write_history(path: Path, history: list[dict]) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(history[0]))
         writer.writeheader()
         writer.writerows(history)
+
+
+def nifti_affine(spacing_m: np.ndarray, affine: np.ndarray | None = None) -> np.ndarray:
+    """The 4x4 voxel-to-world affine in mm of a 2-D or 3-D grid with ``spacing_m`` (m).
+
+    Without ``affine``: ``diag(dx, dy, dz, 1)`` in mm (no orientation or origin known;
+    a 2-D grid, written as one slice, takes ``dz = dx``). With ``affine`` (4x4, mm, e.g.
+    :func:`helmholtz_pinn.scanner.grid_affine` of the NIfTI input): its rotation and
+    origin, each column rescaled to the grid's spacing, so the header's zooms always
+    equal the dataset's spacing.
+    """
+    mm = np.ravel(np.asarray(spacing_m, dtype=np.float64)) * 1e3
+    if mm.size == 2:
+        mm = np.append(mm, mm[0])
+    if mm.size != 3 or not np.all(mm > 0):
+        raise InputError(f"spacing must be 2 or 3 positive values in m; got {spacing_m!r}")
+    if affine is None:
+        return np.diag([*mm, 1.0])
+    out = np.array(affine, dtype=np.float64)
+    norms = np.linalg.norm(out[:3, :3], axis=0) if out.shape == (4, 4) else None
+    if norms is None or not np.all(np.isfinite(out)) or not np.all(norms > 0):
+        raise InputError(f"affine must be a finite 4x4 matrix (mm); got {np.shape(affine)}")
+    out[:3, :3] *= mm / norms
+    return out
+
+
+def write_nifti(
+    path: Path,
+    volume: np.ndarray,
+    spacing_m: np.ndarray,
+    *,
+    affine: np.ndarray | None = None,
+    descrip: str = "",
+) -> Path:
+    """Write one 2-D or 3-D map as a float32 NIfTI-1 file (``.nii.gz`` compresses).
+
+    A 2-D map ``(nx, ny)`` becomes a ``(nx, ny, 1)`` volume. The qform and sform hold
+    :func:`nifti_affine` (code "scanner" with an input ``affine``, else "aligned"),
+    ``xyzt_units`` is mm, and ``descrip`` (at most 80 characters) carries the unit of
+    the values, which NIfTI has no field for. Boolean maps are written as uint8.
+
+    Raises :class:`~helmholtz_pinn.errors.MissingDependencyError` without nibabel.
+    """
+    try:
+        import nibabel as nib
+    except ImportError:
+        raise MissingDependencyError(
+            "writing NIfTI maps needs nibabel: pip install 'nibabel>=5.0'"
+        ) from None
+    volume = np.asarray(volume)
+    volume = volume.astype(np.uint8 if volume.dtype == bool else np.float32)
+    if volume.ndim == 2:
+        volume = volume[..., None]
+    if volume.ndim != 3:
+        raise InputError(f"a NIfTI map must be 2-D or 3-D; got shape {volume.shape}")
+    matrix = nifti_affine(spacing_m, affine)
+    code = "scanner" if affine is not None else "aligned"
+    img = nib.Nifti1Image(volume, matrix)
+    img.set_qform(matrix, code=code)
+    img.set_sform(matrix, code=code)
+    img.header.set_xyzt_units("mm", "sec")
+    img.header["descrip"] = descrip[:80].encode("ascii", "replace")
+    try:
+        nib.save(img, path)
+    except OSError as err:
+        raise OutputError(f"cannot write {path}: {err.strerror or err}") from None
+    return path
+
+
+def write_nifti_maps(
+    out: Path,
+    maps: dict[str, tuple[np.ndarray, str]],
+    spacing_m: np.ndarray,
+    *,
+    affine: np.ndarray | None = None,
+) -> list[Path]:
+    """``OUT/maps/<stem>.nii.gz`` for each ``{stem: (map, descrip)}`` (see
+    :func:`write_nifti`); returns the paths written."""
+    folder = prepare_dir(Path(out) / "maps")
+    return [
+        write_nifti(folder / f"{stem}.nii.gz", volume, spacing_m, affine=affine, descrip=text)
+        for stem, (volume, text) in maps.items()
+    ]

@@ -5,6 +5,7 @@
   :func:`read_mat` returns the numeric variables, struct fields as ``struct.field``.
 - NIfTI (nibabel): :func:`read_nifti` returns one image and its zooms, the spatial ones
   in metres from the header's unit (mm when the header says "unknown");
+  :func:`read_nifti_affine` its voxel-to-world affine in mm;
   :func:`read_nifti_wave` one complex wave array from one complex (or real multi-phase)
   volume, a real + imaginary pair or a magnitude + phase pair (phase in radians).
 
@@ -130,6 +131,22 @@ def read_nifti(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     unit = img.header.get_xyzt_units()[0]
     zooms[:3] *= _NIFTI_UNITS.get(unit, 1e-3)
     return np.asarray(data), zooms
+
+
+def read_nifti_affine(path: str | Path) -> np.ndarray:
+    """The voxel-to-world affine (4x4) of a NIfTI file, in mm (converted from the
+    header's spatial unit; mm when it says "unknown"); the header alone is read."""
+    import nibabel as nib
+    from nibabel.filebasedimages import ImageFileError
+    from nibabel.spatialimages import HeaderDataError
+
+    try:
+        img = nib.load(Path(path))
+    except (OSError, ValueError, EOFError, ImageFileError, HeaderDataError, zlib.error) as exc:
+        raise DatasetError(f"{path} is not a readable NIfTI file: {exc}") from exc
+    affine = np.array(img.affine, dtype=np.float64)
+    affine[:3] *= _NIFTI_UNITS.get(img.header.get_xyzt_units()[0], 1e-3) / 1e-3
+    return affine
 
 
 def read_nifti_wave(paths: list[Path], kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -58,9 +58,22 @@ class Result:
         """G' = Re(mu), Pa, on the grid (first frequency)."""
         return (self.mu if self.mu.ndim == self.mask.ndim else self.mu[0]).real
 
-    def save(self, out: str | Path) -> Path:
-        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures."""
-        from helmholtz_pinn import figures, outputs
+    def save(
+        self, out: str | Path, *, nifti: bool = False, affine: np.ndarray | None = None
+    ) -> Path:
+        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures.
+
+        ``nifti=True`` also writes the clinical maps of :mod:`helmholtz_pinn.clinical`
+        (G', G'', |G*|, phi, c, a, a/omega) as ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz``
+        and the mask as ``OUT/maps/mask.nii.gz``, with the dataset's voxel size in mm
+        and ``affine`` (4x4, mm: :func:`helmholtz_pinn.scanner.grid_affine` of a NIfTI
+        input) or a diagonal one (:func:`helmholtz_pinn.outputs.nifti_affine`).
+        """
+        from helmholtz_pinn import clinical, figures, outputs
+        from helmholtz_pinn.errors import InputError
+
+        if nifti and self.dataset is None:
+            raise InputError("nifti=True needs the Result's dataset (its spacing and rho)")
 
         out = outputs.prepare_dir(out)
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
@@ -75,6 +88,11 @@ class Result:
         (out / "config.json").write_text(json.dumps(settings, indent=2))
         if self.dataset is not None:
             figures.save_all(self, self.dataset, out)
+        if nifti:
+            data = self.dataset
+            maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim)
+            maps["mask"] = (self.mask, "mask: fitted voxels are 1")
+            outputs.write_nifti_maps(out, maps, data.spacing, affine=affine)
         return out
 
     def plot(self):
@@ -95,14 +113,19 @@ def make_result(
 ) -> Result:
     """A Result from member maps ``mus`` (E, F, *grid) or (E, *grid) in Pa (E >= 1) and
     the fitted field ``u_fit``: mu is their mean, mu_std their spread (E > 1); accuracy
-    metrics against the dataset's ground truth and the ``fit_quality`` checks
-    (:func:`quality_checks`) are added to ``facts``; a failed check is warned about."""
-    from helmholtz_pinn import metrics
+    metrics against the dataset's ground truth, the ``clinical`` medians
+    (:func:`helmholtz_pinn.clinical.summaries`: over the mask and per region) and the
+    ``fit_quality`` checks (:func:`quality_checks`) are added to ``facts``; a failed
+    check is warned about."""
+    from helmholtz_pinn import clinical, metrics
 
     mus = np.asarray(mus)
     mu = mus.mean(axis=0)
     mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if len(mus) > 1 else None
     facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
+    facts["clinical"] = clinical.summaries(
+        mu, dataset.frequency, dataset.rho, dataset.mask, dataset.regions
+    )
     facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history)
     for check in facts["fit_quality"]:
         if not check["passed"]:

@@ -33,7 +33,13 @@ import numpy as np
 
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import DatasetError
-from helmholtz_pinn.readers import polar_to_complex, read_mat, read_nifti, read_nifti_wave
+from helmholtz_pinn.readers import (
+    polar_to_complex,
+    read_mat,
+    read_nifti,
+    read_nifti_affine,
+    read_nifti_wave,
+)
 
 __all__ = [
     "KINDS",
@@ -41,9 +47,11 @@ __all__ = [
     "arrange",
     "convert",
     "first_harmonic",
+    "grid_affine",
     "polar_to_complex",
     "read_mat",
     "read_nifti",
+    "read_nifti_affine",
     "read_nifti_wave",
 ]
 
@@ -128,6 +136,28 @@ def convert(
         spacing=_check_spacing(values, u.ndim - 2),
         mask=mask,
     )
+
+
+def grid_affine(path: str | Path, axes: str | None = None) -> np.ndarray:
+    """The 4x4 affine (mm) of the dataset grid that :func:`convert` makes of the NIfTI
+    file ``path`` (the first of a pair) with the same ``axes`` (default "xyz").
+
+    Its columns are the header affine's columns of the NIfTI axes holding x, y(, z);
+    for a 2-D grid the remaining spatial axis (the slice normal) is the third column.
+    For ``Result.save(out, nifti=True, affine=grid_affine(path))``: the maps then lie
+    in the scanner coordinates of the input (``outputs.nifti_affine`` rescales the
+    columns to the dataset's spacing).
+    """
+    axes = "xyz" if axes is None else axes
+    positions = [axes.index(a) for a in "xyz" if a in axes]
+    if max(positions) > 2:
+        raise DatasetError(
+            f"axes {axes!r}: NIfTI grid axes x, y, z must be among the first three "
+            "(spatial) dimensions"
+        )
+    affine = read_nifti_affine(path)
+    columns = positions + [i for i in range(3) if i not in positions][: 3 - len(positions)]
+    return affine[:, [*columns, 3]]
 
 
 def _mat_source(
