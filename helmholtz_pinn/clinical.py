@@ -137,7 +137,7 @@ def summaries(
     maps = per_map(mu, frequency, rho, mask.ndim)
     out: dict = {"units": dict(UNITS), "rho_kg_m3": float(rho), "mask": {}}
     for label, values in maps.items():
-        out["mask"][label] = {q: _finite(np.median(v[mask])) for q, v in values.items()}
+        out["mask"][label] = {q: _median(v[mask]) for q, v in values.items()}
     if regions is not None:
         out["regions"] = {}
         for label, values in maps.items():
@@ -170,3 +170,7 @@ def nifti_maps(
 def _finite(x: float) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _median(values: np.ndarray) -> float | None:
+    return _finite(np.median(values)) if values.size else None
