@@ -34,6 +34,7 @@ MODULES = (
     "metrics",
     "clinical",
     "baselines",
+    "plausibility",
     "outputs",
     "maps",
     "figures",
@@ -42,6 +43,7 @@ MODULES = (
     "inversion",
     "logs",
     "compile_cache",
+    "elastic_cli",
     "cli",
 )
 

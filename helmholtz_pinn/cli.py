@@ -17,36 +17,11 @@ import typing
 import warnings
 from pathlib import Path
 
+from helmholtz_pinn import elastic_cli
 from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0; got {text!r}")
-    return value
-
-
-# simulate --physics elastic: options of helmholtz_pinn.elastic.simulate_elastic, its
-# defaults in the help's (); an option not given (None) leaves that default
-ELASTIC_OPTIONS = {
-    "layout": dict(choices=("four-target", "two-ellipse"), help="inclusions (four-target)"),
-    "output": dict(choices=("volume", "slice"), help="volume or middle z-slice (volume)"),
-    "shape": dict(type=int, nargs=3, metavar=("NX", "NY", "NZ"), help="voxels (80 100 10)"),
-    "spacing": dict(type=_positive, nargs="+", metavar="M", help="voxel size, m (1e-3)"),
-    "background": dict(type=_positive, metavar="PA", help="background G', Pa (3000)"),
-    "lam": dict(type=_positive, metavar="PA", help="Lame lambda, Pa (1e6)"),
-    "drive": dict(type=float, nargs=3, metavar=("UX", "UY", "UZ"), help="amplitudes (1 0.3 0.1)"),
-    "faces": dict(choices=("free", "absorbing"), help="faces x = 0, Lx and y = Ly (free)"),
-    "z_faces": dict(choices=("free", "absorbing", "sliding"), help="faces z = 0, Lz (free)"),
-    "mesh_size": dict(type=_positive, metavar="M", help="element size, m (wavelength/epw)"),
-    "elements_per_wavelength": dict(
-        type=_positive, metavar="N", help="epw: per shear wavelength (8)"
-    ),
-}
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -108,13 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
     sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
     sim.add_argument("--components", type=int, help="scalar: drive directions (default 2)")
-    group = sim.add_argument_group(
-        "--physics elastic (helmholtz_pinn.elastic.simulate_elastic; its defaults in ())",
-        "The y = 0 face moves rigidly by --drive (x, y, z; the unit of u); the mesh size "
-        "defaults to the background's shear wavelength at the highest frequency / epw.",
-    )
-    for name, options in ELASTIC_OPTIONS.items():
-        group.add_argument("--" + name.replace("_", "-"), default=None, **options)
+    elastic_cli.add_options(sim)
 
     inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
     inv.add_argument(
@@ -149,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--no-progress", "no progress bar"),
         ("--resume", "continue from the newest checkpoint in OUT/checkpoints"),
         ("--no-checkpoints", "do not write checkpoints into OUT/checkpoints"),
+        ("--force", "fit even if the data fail the plausibility check (units of f, spacing)"),
+        ("--drop-empty-components", "drop components of u that are zero at every frequency"),
     ):
         inv.add_argument(flag, action="store_true", help=meaning)
     inv.add_argument(
@@ -160,7 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument(
         "--cache-dir",
         type=Path,
-        default=None,
         help="persistent compilation cache (default ~/.cache/helmholtz_pinn/jax)",
     )
     _config_options(inv)
@@ -185,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
     base.add_argument("--out", type=Path, required=True, help="output folder")
+    base.add_argument("--force", action="store_true", help="run even if implausible (see invert)")
 
     conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
     conv.add_argument(
@@ -248,7 +219,7 @@ def cmd_simulate(args) -> int:
     from helmholtz_pinn import phantoms
     from helmholtz_pinn.errors import ConfigError
 
-    options = {k: getattr(args, k) for k in ELASTIC_OPTIONS if getattr(args, k) is not None}
+    options = {k: getattr(args, k) for k in elastic_cli.OPTIONS if getattr(args, k) is not None}
     scalar = [f for f in ("--phantom", "--components") if getattr(args, f[2:]) is not None]
     if args.physics == "scalar" and options:
         flags = ", ".join("--" + k.replace("_", "-") for k in options)
@@ -259,7 +230,7 @@ def cmd_simulate(args) -> int:
             "components and its geometry is --layout"
         )
     if args.physics == "elastic":
-        dataset = _simulate_elastic(args, options)
+        dataset = elastic_cli.simulate(args, options)
     else:
         dataset = phantoms.simulate_phantom(
             args.phantom or "four-target",
@@ -272,32 +243,17 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _simulate_elastic(args, options: dict):
-    from helmholtz_pinn import elastic
-    from helmholtz_pinn.errors import ConfigError
-
-    if {"mesh_size", "elements_per_wavelength"} <= options.keys():
-        raise ConfigError("give --mesh-size or --elements-per-wavelength, not both")
-    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
-    if args.frequencies:
-        kwargs["frequencies"] = args.frequencies
-    print("solving the elastic phantom by finite elements ...", file=sys.stderr)
-    try:
-        return elastic.simulate_elastic(noise_db=args.noise_db, seed=args.seed, **kwargs)
-    except ValueError as err:  # simulate_elastic's argument checks raise plain ValueErrors
-        raise ConfigError(f"--physics elastic: {err}") from None
-
-
 def cmd_invert(args) -> int:
     from helmholtz_pinn import inversion, layout, logs, outputs
     from helmholtz_pinn.compile_cache import enable_compilation_cache
-    from helmholtz_pinn.errors import ConfigError, DivergenceError
+    from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 
     layout.initialize_distributed()  # multi-host launch (docs/scaling.md); else a no-op
     cfg = _config_from(args).replace(seed=args.seed)
     paths = args.data or [None]
     if args.slicewise and len(paths) != 1:
         raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
+    fresh = not args.out.exists()
     datasets = [_load_or_phantom(p, args.out) for p in paths]
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
@@ -312,10 +268,16 @@ def cmd_invert(args) -> int:
             callback=board,
             checkpoint_dir=None if args.no_checkpoints else args.out / "checkpoints",
             resume=args.resume,
+            force=args.force,
+            drop_empty_components=args.drop_empty_components,
         )
         if board is not None:
             for result in results if isinstance(results, list) else [results]:
                 board.log_result(result)
+    except InputError:  # refused at the door (plausibility): leave no output folder
+        if fresh and not any(args.out.iterdir()):
+            args.out.rmdir()
+        raise
     except DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
         print(f"error: {err} (no result written; see {args.out / 'failure.json'})", file=sys.stderr)
@@ -337,12 +299,14 @@ def cmd_invert(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from helmholtz_pinn import data, result
+    from helmholtz_pinn import data, plausibility, result
 
     dataset = data.load(args.data)
+    notes = plausibility.check(dataset, force=args.force)
     res = result.baseline_result(
         dataset, args.method, smoothing=args.smoothing, sigma=args.sigma, window=args.window
     )
+    res.metrics["notes"] = res.metrics.get("notes", []) + notes
     res.save(args.out)
     _summary(res.metrics, args.out)
     return 0

@@ -53,7 +53,8 @@ class Dataset:
         (complex64 or complex128, kept as given).
       frequency: drive frequency of each field, Hz, shape ``(F,)``, > 0 (float64).
       spacing: voxel size, m, shape ``(ndim,)``, > 0 (float64).
-      mask: voxels to fit, bool, shape ``grid``; None means all voxels.
+      mask: voxels to fit, bool, shape ``grid``; None means all voxels. NaN/Inf in
+        ``u`` outside the mask is set to 0; inside it is refused.
       mu: ground-truth complex shear modulus, Pa, shape ``grid`` or ``(F, *grid)``,
         or None (complex128).
       regions: integer labels (1 = background, 2.. = targets), shape ``grid``, or
@@ -86,6 +87,7 @@ class Dataset:
             "regions": _check_regions(self.regions, grid),
             "rho": _check_rho(self.rho),
         }
+        fields["u"] = _fill_outside(u, fields["mask"], self.mask is not None)
         for name, value in fields.items():
             object.__setattr__(self, name, value)
 
@@ -137,13 +139,24 @@ def _check_u(value: object) -> np.ndarray:
         )
     if u.dtype not in (np.complex64, np.complex128):
         u = u.astype(np.complex128)
-    bad = ~np.isfinite(u)
-    if bad.any():
-        first = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise DatasetError(
-            f"u must be finite; got {int(bad.sum())} NaN/Inf values (first at index {first})"
-        )
     return u
+
+
+def _fill_outside(u: np.ndarray, mask: np.ndarray, given: bool) -> np.ndarray:
+    """``u`` with NaN/Inf outside the mask set to 0 (a NaN background is common in scanner
+    data); NaN/Inf inside the mask is refused."""
+    bad = ~np.isfinite(u)
+    if not bad.any():
+        return u
+    inside = bad & mask
+    if inside.any():
+        first = tuple(int(i) for i in np.argwhere(inside)[0])
+        where = "inside the mask" if given else "and no mask (leave them out with a mask)"
+        raise DatasetError(
+            f"u must be finite inside the mask; got {int(inside.sum())} NaN/Inf values "
+            f"{where} (first at index {first}); NaN outside the mask is allowed"
+        )
+    return np.where(bad, 0, u).astype(u.dtype)
 
 
 def _real_array(name: str, value: object, expected: str) -> np.ndarray:

@@ -20,7 +20,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import layout, loop, metrics, train
+from helmholtz_pinn import layout, loop, metrics, plausibility, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset, z_slices
 from helmholtz_pinn.errors import InputError
@@ -47,6 +47,8 @@ def invert(
     progress: bool = True,
     checkpoint_dir: str | Path | None = None,
     resume: bool = False,
+    force: bool = False,
+    drop_empty_components: bool = False,
     **overrides,
 ) -> Result | list[Result]:
     """Fit the PINN and return the modulus in Pa.
@@ -66,21 +68,28 @@ def invert(
     the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
     continues from the newest checkpoint there.
 
+    Every dataset is first checked against MRE physics
+    (:func:`helmholtz_pinn.plausibility.check`: frequency in Hz, spacing in m, a resolved
+    shear wave, no empty component); ``force=True`` fits anyway and records the problems
+    as notes. ``drop_empty_components=True`` drops the components that are zero or
+    negligible at every frequency (recorded as ``dropped_components`` in the run facts).
+
     Raises :class:`~helmholtz_pinn.errors.InputError` for unusable input and
     :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
     """
     cfg = (config or Config()).replace(**overrides)
     t0 = time.perf_counter()
+    one = isinstance(data, Dataset)
+    if slicewise and not one:
+        raise InputError("slicewise=True takes one 3-D Dataset, not a list")
+    admitted = [
+        _admit(d, force, drop_empty_components) for d in ([data] if one else _check_batch(data))
+    ]
+    checks = [facts for _, facts in admitted]
+    data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
     chosen = slicewise is None and auto_slicewise(data, cfg)
     slicewise = bool(slicewise) or chosen
-    if slicewise:
-        if not isinstance(data, Dataset):
-            raise InputError("slicewise=True takes one 3-D Dataset, not a list")
-        datasets, keep = z_slices(data)
-    elif isinstance(data, Dataset):
-        datasets, keep = [data], None
-    else:
-        datasets, keep = _check_batch(data), None
+    datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
     stacked = len(datasets) > 1 or slicewise
     shared = shared_settings(datasets, cfg)
     preps = [prepare(d, shared) for d in datasets]
@@ -96,13 +105,13 @@ def invert(
     wall = time.perf_counter() - t0
     if slicewise:
         return _warn_short(
-            _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts)
+            _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts, checks)
         )
     results = []
     for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
         hist = [loop.member_record(r, rows) for r in history] if stacked else history
-        run = run_facts(prep, cfg, members[i], hist, wall, **facts)
+        run = run_facts(prep, cfg, members[i], hist, wall, **facts, **checks[i])
         if stacked:
             run.update(batch_members=len(datasets), batch_index=i)
         results.append(make_result(dataset, cfg, mus, u_fit, run, hist, members[i]))
@@ -130,6 +139,19 @@ def auto_slicewise(data, cfg: Config) -> bool:
     """What ``slicewise=None`` means: True for one 3-D dataset of three components under
     ``pde="auto"``, else False."""
     return isinstance(data, Dataset) and (data.ndim, data.n_comp, cfg.pde) == (3, 3, "auto")
+
+
+def _admit(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
+    """The plausibility check at the door: (dataset, its run facts) with the empty
+    components dropped when ``drop``; raises InputError unless ``force``."""
+    facts = {}
+    if drop:
+        dataset, dropped = plausibility.drop_empty_components(dataset)
+        facts["dropped_components"] = dropped
+    notes = plausibility.check(dataset, force=force)
+    if notes:
+        facts["input_notes"] = notes
+    return dataset, facts
 
 
 def _check_batch(datasets) -> list[Dataset]:
@@ -238,14 +260,14 @@ def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarr
     return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
 
 
-def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts) -> Result:
+def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
     """Slice maps put back on the volume's grid (NaN on slices not fitted)."""
     mus = np.full((cfg.ensemble, volume.n_freq, *volume.grid), np.nan + 0j)
     u_fit = np.full(volume.u.shape, np.nan + 0j)
     for (m, u), k in zip(maps, keep, strict=True):
         mus[..., k], u_fit[..., k] = m, u
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
-    run = run_facts(prep, cfg, state, history, wall, **facts, mode="slicewise")
+    run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
     run.update(slices_fitted=keep, slices_skipped=skipped)
     return make_result(volume, cfg, mus, u_fit, run, history, state)
 
@@ -306,6 +328,12 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
             f"{SHORT_RUN}: {ran} steps are at most plateau_patience={cfg.plateau_patience} "
             "blocks: the learning-rate schedule never acted"
         )
+    if facts.get("dropped_components"):
+        notes.append(
+            f"dropped the empty component(s) {facts['dropped_components']} (0-based) of u "
+            "(drop_empty_components)"
+        )
+    notes += facts.get("input_notes", [])
     return notes + [facts[k] for k in ("slicewise_chosen", "assumption") if facts.get(k)]
 
 
