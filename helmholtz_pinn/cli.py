@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--no-checkpoints", "do not write checkpoints into OUT/checkpoints"),
         ("--force", "fit even if the data fail the plausibility check (units of f, spacing)"),
         ("--drop-empty-components", "drop components of u that are zero at every frequency"),
+        ("--nifti", "also write OUT/maps/*.nii.gz: G', G'', |G*|, phase, wave speed, ... (mm)"),
     ):
         inv.add_argument(flag, action="store_true", help=meaning)
     inv.add_argument(
@@ -293,7 +294,7 @@ def cmd_invert(args) -> int:
 
     if jax.process_index() == 0:  # one writer when several hosts run the same program
         for result, out in zip(results, dirs, strict=True):
-            result.save(out)
+            result.save(out, nifti=args.nifti)
             _summary(result.metrics, out)
     return 0
 

@@ -317,3 +317,19 @@ def test_invert_prints_failed_fit_quality_checks_and_exits_0(tmp_path):
     failed = [c["name"] for c in checks if not c["passed"]]
     assert "loss_decrease" in failed
     assert (out / "mu.npz").exists()
+
+
+def test_invert_nifti_writes_the_clinical_maps(phantom, tmp_path):
+    """--nifti: OUT/maps holds one NIfTI per quantity and frequency (mm voxels) whose
+    G' values are the mu.npz map."""
+    nib = pytest.importorskip("nibabel")
+    out = tmp_path / "nii"
+    cli("invert", phantom, "--out", out, "--nifti", *TINY)
+    maps = sorted(p.name for p in (out / "maps").glob("*.nii.gz"))
+    assert "mask.nii.gz" in maps and len(maps) > 2
+    storage = sorted(m for m in maps if m.startswith("storage_Pa_"))
+    assert len(storage) == 2  # one per frequency
+    mu = np.load(out / "mu.npz")["mu"]
+    img = nib.load(out / "maps" / storage[0])  # the lower frequency sorts first here
+    np.testing.assert_allclose(np.asarray(img.dataobj)[..., 0], mu[0].real, rtol=1e-6)
+    assert img.header.get_zooms()[:2] == pytest.approx((1.0, 1.0))  # mm
