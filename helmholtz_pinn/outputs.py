@@ -58,13 +58,38 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def write_history(path: Path, history: list[dict]) -> None:
-    """One CSV row per block: step, time_s, lr, mean and last losses."""
+    """``history.csv``: one row per block of a single fit, one row per block and member of
+    a batched one; every cell a plain number.
+
+    A single fit's records hold numbers: the columns are the record's keys (``step``,
+    ``time_s``, ``lr``, block-mean ``loss``, ``data``, ``pde``, last-step ``last_loss``,
+    ``last_data``, ``last_pde``, ``retries``). A batched fit (an ensemble, several files,
+    a slicewise volume) holds one list per member in ``lr``, the losses and ``retries``:
+    then a ``member`` column follows ``step`` and each block gives one row per member,
+    the list entries of that member, the shared values (``step``, ``time_s``) repeated.
+    ``member`` counts the rows of the fit this result holds: ensemble members, and for a
+    slicewise fit ``slice * ensemble + ensemble member`` over the fitted (non-empty)
+    z-slices in order. Select one member with e.g. ``df[df.member == 0]`` (pandas).
+    """
     if not history:
         return
+    keys = list(history[0])
+    sizes = {len(v) for r in history for v in r.values() if isinstance(v, (list, tuple))}
+    if len(sizes) > 1:
+        raise OutputError(f"history records hold lists of different lengths {sorted(sizes)}")
+    rows = history
+    if sizes:
+        n = sizes.pop()
+        keys.insert(1, "member")
+        rows = [
+            {"member": m, **{k: v[m] if isinstance(v, (list, tuple)) else v for k, v in r.items()}}
+            for r in history
+            for m in range(n)
+        ]
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(history[0]))
+        writer = csv.DictWriter(fh, fieldnames=keys)
         writer.writeheader()
-        writer.writerows(history)
+        writer.writerows(rows)
 
 
 def nifti_affine(spacing_m: np.ndarray, affine: np.ndarray | None = None) -> np.ndarray:

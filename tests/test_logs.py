@@ -155,3 +155,65 @@ def test_logger_as_invert_callback(tmp_path):
         )
     assert history.column("step") == [r["step"] for r in result.history] == [20, 40]
     assert [s for s, _ in _scalars(tmp_path / "tb")["loss/total"]] == [20, 40]
+
+
+def _read_csv(path):
+    import csv
+
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_history_csv_of_a_single_fit_has_one_row_per_block(tmp_path):
+    from helmholtz_pinn.outputs import write_history
+
+    write_history(tmp_path / "history.csv", _records(3))
+    rows = _read_csv(tmp_path / "history.csv")
+    assert [r["step"] for r in rows] == ["100", "200", "300"]
+    assert "member" not in rows[0] and float(rows[1]["loss"]) == 0.5
+
+
+def test_history_csv_of_a_batched_fit_has_one_row_per_block_and_member(tmp_path):
+    """An ensemble of 2 (lists per member in lr, losses, retries): a member column, every
+    cell a number (no JSON lists), the shared step and time repeated."""
+    from helmholtz_pinn.outputs import write_history
+
+    history = []
+    for r in _records(3):
+        batched = {k: [v, 2 * v] for k, v in r.items() if k not in ("step", "time_s")}
+        history.append({"step": r["step"], "time_s": r["time_s"], **batched})
+    write_history(tmp_path / "history.csv", history)
+    header = (tmp_path / "history.csv").read_text().splitlines()[0].split(",")
+    assert header[:3] == ["step", "member", "time_s"]
+    rows = _read_csv(tmp_path / "history.csv")
+    assert [(r["step"], r["member"]) for r in rows] == [
+        (s, m) for s in ("100", "200", "300") for m in ("0", "1")
+    ]
+    for row in rows:
+        values = [float(v) for v in row.values()]  # every cell parses as a number
+        assert all(math.isfinite(v) for v in values)
+    assert float(rows[2]["loss"]) == 0.5 and float(rows[3]["loss"]) == 1.0
+    assert rows[2]["time_s"] == rows[3]["time_s"] == "1.0"
+
+
+def test_history_csv_of_a_real_ensemble(tmp_path):
+    """A 10-step ensemble of 2: the records invert returns give 2 rows per block."""
+    from settings import SMALL
+
+    from helmholtz_pinn import invert
+    from helmholtz_pinn.outputs import write_history
+    from helmholtz_pinn.phantoms import simulate_phantom
+
+    data = simulate_phantom(
+        "homogeneous", shape=(12, 12), spacing=4e-3, frequencies=[60.0], components=1
+    )
+    result = invert(data, progress=False, ensemble=2, **SMALL)
+    write_history(tmp_path / "history.csv", result.history)
+    rows = _read_csv(tmp_path / "history.csv")
+    assert [(r["step"], r["member"]) for r in rows] == [
+        ("5", "0"),
+        ("5", "1"),
+        ("10", "0"),
+        ("10", "1"),
+    ]
+    assert all(math.isfinite(float(v)) for r in rows for v in r.values())
