@@ -20,7 +20,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import layout, loop, metrics, plausibility, train
+from helmholtz_pinn import checkpoint, layout, loop, metrics, plausibility, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset, z_slices
 from helmholtz_pinn.errors import InputError
@@ -46,7 +46,7 @@ def invert(
     callback: Callable[[dict], bool | None] | None = None,
     progress: bool = True,
     checkpoint_dir: str | Path | None = None,
-    resume: bool = False,
+    resume: bool | str = False,
     force: bool = False,
     drop_empty_components: bool = False,
     **overrides,
@@ -66,7 +66,10 @@ def invert(
     ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.layout.plan`).
     ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
     the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
-    continues from the newest checkpoint there.
+    continues from the newest checkpoint there (``resumed_from_step`` and a note in the
+    run facts); with none there it notes so and starts at step 0, unless
+    ``resume="strict"``, which raises :class:`~helmholtz_pinn.errors.CheckpointError`
+    (as do other settings or other data than the checkpoint's).
 
     Every dataset is first checked against MRE physics
     (:func:`helmholtz_pinn.plausibility.check`: frequency in Hz, spacing in m, a resolved
@@ -78,6 +81,7 @@ def invert(
     :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
     """
     cfg = (config or Config()).replace(**overrides)
+    resume = checkpoint.resume_mode(resume)
     t0 = time.perf_counter()
     one = isinstance(data, Dataset)
     if slicewise and not one:
@@ -93,10 +97,9 @@ def invert(
     stacked = len(datasets) > 1 or slicewise
     shared = shared_settings(datasets, cfg)
     preps = [prepare(d, shared) for d in datasets]
-    state, history, plan = _fit(
-        preps, cfg, stacked, devices, callback, progress, checkpoint_dir, resume
-    )
-    facts = dict(devices=len(plan.devices), parallel=plan.mode)
+    ckpt = (checkpoint_dir, checkpoint.fingerprint([data] if one else data), resume)
+    state, history, plan, resumed = _fit(preps, cfg, stacked, devices, callback, progress, ckpt)
+    facts = dict(devices=len(plan.devices), parallel=plan.mode, **resumed)
     if chosen:
         facts["slicewise_chosen"] = SLICEWISE_REASON
     e = cfg.ensemble
@@ -172,8 +175,10 @@ def _check_batch(datasets) -> list[Dataset]:
     return datasets
 
 
-def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, checkpoint_dir, resume):
-    """Members, layout, placement, the host loop; returns (host state, history, layout)."""
+def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, ckpt):
+    """Members, layout, placement, checkpoints (``ckpt``: folder or None, data
+    fingerprint, resume mode), the host loop; returns (host state, history, layout,
+    resume facts)."""
     spec = preps[0].spec
     e = cfg.ensemble
 
@@ -201,14 +206,8 @@ def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, checkpo
     )
     block = layout.compile_block(spec, cfg.sync_interval, plan)
     state, problem = layout.place(state, problem, plan)
-    host, ckpt = None, None
-    if checkpoint_dir is not None:
-        from helmholtz_pinn.checkpoint import Checkpointer
-
-        ckpt = Checkpointer(checkpoint_dir, cfg, cfg.checkpoint_every)
-        restored = ckpt.restore(state) if resume else None
-        if restored is not None:
-            state, host = restored
+    folder, data, resume = ckpt
+    ckpt, state, host, resumed = checkpoint.start(folder, cfg, data, resume, state)
     if callback is not None and plan.padded_members != members:  # it sees real members only
         user = callback
         callback = lambda record: user(loop.member_record(record, slice(0, members)))  # noqa: E731
@@ -229,7 +228,7 @@ def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, checkpo
             ckpt.close()
     if plan.padded_members != members:
         history = [loop.member_record(r, slice(0, members)) for r in history]
-    return layout.gather(state, plan), history, plan
+    return layout.gather(state, plan), history, plan, resumed
 
 
 def _pad(problem: train.Problem, rows: int) -> train.Problem:
@@ -303,13 +302,19 @@ def run_facts(
 
 
 def run_notes(cfg: Config, facts: dict) -> list[str]:
-    """What a user should know about how the run went: the steps rounded up to whole
-    blocks, an early stop, a fit that ended inside the PDE warm-up or before the
-    learning-rate schedule could act, and the facts' assumption / slicewise choice.
-    The warm-up note also comes as a :class:`~helmholtz_pinn.metrics.FitQualityWarning`
-    (from :func:`invert`)."""
+    """What a user should know about how the run went: a resume (or a resume that found
+    no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
+    ended inside the PDE warm-up or before the learning-rate schedule could act, and the
+    facts' assumption / slicewise choice. The warm-up note also comes as a
+    :class:`~helmholtz_pinn.metrics.FitQualityWarning` (from :func:`invert`)."""
     planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
     ran, notes = facts["steps"], []
+    if facts.get("resumed_from_step") is not None:
+        notes.append(
+            f"resumed from step {facts['resumed_from_step']} of {planned} ({facts['resumed_from']})"
+        )
+    elif facts.get("no_checkpoint_in"):
+        notes.append(f"no usable checkpoint in {facts['no_checkpoint_in']}: started at step 0")
     if planned != cfg.steps:
         notes.append(
             f"steps={cfg.steps} rounded up to {planned}: a whole number of "
