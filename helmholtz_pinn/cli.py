@@ -4,14 +4,17 @@ The parser only maps arguments onto library calls (``invert`` is
 :func:`helmholtz_pinn.inversion.invert` and nothing else); the inversion options are
 generated from the fields of :class:`helmholtz_pinn.config.Config` and their
 documentation (one list of defaults and meanings). The package's own errors
-(:mod:`helmholtz_pinn.errors`) print one line and exit with status 2, a divergence with
-status 3 (``--debug`` shows the traceback). JAX is imported only by the commands.
+(:mod:`helmholtz_pinn.errors`) print one line ``helmholtz-pinn CMD: error: ...`` and exit
+with status 2 (a usage error: the command's usage line above it, a near miss of a typo in
+it), a divergence exits with 3 (``--debug``: the traceback). JAX is imported by commands.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
+import re
 import sys
 import typing
 import warnings
@@ -22,6 +25,48 @@ from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
+
+
+def _near(word: str, candidates) -> str | None:
+    """The candidate closest to a mistyped ``word`` (dashes and ``=value`` ignored)."""
+    bare = {c.lstrip("-"): c for c in candidates}
+    match = difflib.get_close_matches(word.split("=")[0].lstrip("-"), bare, n=1, cutoff=0.7)
+    return bare[match[0]] if match else None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse without abbreviations (``--step`` is not ``--steps``), whose errors are
+    this (sub)command's one-line usage and one line ``PROG: error: ...`` with a near miss
+    of a mistyped choice (Python 3.11 has no ``suggest_on_error``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+
+    def error(self, message: str):
+        found = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if found and (near := _near(found[1], re.findall(r"'(.*?)'", found[2]))):
+            message += f"; did you mean {near}?"
+        spell = self._get_formatter()._format_args
+        words = [spell(a, a.dest) for a in self._actions if not a.option_strings]
+        print(f"usage: {self.prog} [options] {' '.join(words)}".strip(), file=sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; an unknown argument is an error of its subcommand, with the
+    nearest option of that subcommand as a suggestion."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
+        options = [o for p in (parser, sub) for a in p._actions for o in a.option_strings]
+        hints = [(w, _near(w, options) if w.startswith("-") else None) for w in unknown]
+        if len(hints) == 1:
+            (word, near), *_ = hints
+            sub.error(f"unrecognized argument {word}" + (f"; did you mean {near}?" if near else ""))
+        words = [w + (f" (did you mean {n}?)" if n else "") for w, n in hints]
+        sub.error(f"unrecognized arguments {', '.join(words)}")
+    return args
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +106,7 @@ def _config_from(args: argparse.Namespace) -> Config:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="helmholtz-pinn",
         description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).",
     )
@@ -78,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default size, see docs/elastic.md) (default: scalar)",
     )
     sim.add_argument("--phantom", help="built-in scalar phantom name (default four-target)")
-    sim.add_argument("--out", required=True, type=Path, help="output .npz file")
+    sim.add_argument("--out", required=True, type=_npz, help="output .npz file")
     sim.add_argument("--noise-db", type=float, help="noise power / signal power, dB (-20 = 1 %%)")
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
     sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
@@ -165,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair",
     )
-    conv.add_argument("--out", required=True, type=Path, help="output .npz file")
+    conv.add_argument("--out", required=True, type=_npz, help="output .npz file")
     conv.add_argument(
         "--kind", default="auto", choices=["auto", "mat", "nifti", "nifti-complex", "nifti-polar"]
     )
@@ -184,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="unit of --spacing and of spacing read from MAT files",
     )
     return parser
+
+
+def _npz(text: str) -> Path:
+    if not text.lower().endswith(".npz"):
+        raise argparse.ArgumentTypeError(f"expected a file name ending in .npz; got {text!r}")
+    return Path(text)
 
 
 def _devices_arg(text: str) -> int | str:
@@ -218,18 +269,8 @@ def _write_dataset(dataset, out: Path) -> None:
 
 def cmd_simulate(args) -> int:
     from helmholtz_pinn import phantoms
-    from helmholtz_pinn.errors import ConfigError
 
-    options = {k: getattr(args, k) for k in elastic_cli.OPTIONS if getattr(args, k) is not None}
-    scalar = [f for f in ("--phantom", "--components") if getattr(args, f[2:]) is not None]
-    if args.physics == "scalar" and options:
-        flags = ", ".join("--" + k.replace("_", "-") for k in options)
-        raise ConfigError(f"{flags} apply to --physics elastic only")
-    if args.physics == "elastic" and scalar:
-        raise ConfigError(
-            f"{', '.join(scalar)} apply to --physics scalar only; the elastic phantom has 3 "
-            "components and its geometry is --layout"
-        )
+    options = elastic_cli.given(args)  # checked against --physics
     if args.physics == "elastic":
         dataset = elastic_cli.simulate(args, options)
     else:
@@ -281,7 +322,8 @@ def cmd_invert(args) -> int:
         raise
     except DivergenceError as err:
         outputs.write_json(args.out / "failure.json", {"error": str(err)})
-        print(f"error: {err} (no result written; see {args.out / 'failure.json'})", file=sys.stderr)
+        where = f"no result written; see {args.out / 'failure.json'}"
+        print(f"helmholtz-pinn invert: error: {err} ({where})", file=sys.stderr)
         return EXIT_DIVERGED
     finally:
         if board is not None:
@@ -327,15 +369,8 @@ def _summary(facts: dict, out: Path) -> None:
 def cmd_convert(args) -> int:
     from helmholtz_pinn.scanner import convert
 
-    dataset = convert(
-        args.inputs,
-        kind=args.kind,
-        variable=args.variable,
-        axes=args.axes,
-        frequency=args.frequency,
-        spacing=args.spacing,
-        spacing_unit=args.spacing_unit,
-    )
+    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit")
+    dataset = convert(args.inputs, **{k: getattr(args, k) for k in keys})
     _write_dataset(dataset, args.out)
     return 0
 
@@ -346,7 +381,7 @@ COMMANDS = dict(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     from helmholtz_pinn.errors import HelmholtzPinnError
     from helmholtz_pinn.metrics import FitQualityWarning
 
@@ -357,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     except HelmholtzPinnError as err:
         if args.debug:
             raise
-        print(f"error: {err}", file=sys.stderr)
+        print(f"helmholtz-pinn {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 
 

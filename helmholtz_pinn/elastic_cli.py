@@ -46,6 +46,23 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument("--" + name.replace("_", "-"), default=None, **options)
 
 
+def given(args) -> dict:
+    """The elastic options given in ``args`` ({name: value}); an option of the other
+    physics (elastic under scalar, ``--phantom`` or ``--components`` under elastic) is a
+    :class:`ConfigError`."""
+    options = {k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None}
+    scalar = [f for f in ("--phantom", "--components") if getattr(args, f[2:]) is not None]
+    if args.physics == "scalar" and options:
+        flags = ", ".join("--" + k.replace("_", "-") for k in options)
+        raise ConfigError(f"{flags} apply to --physics elastic only")
+    if args.physics == "elastic" and scalar:
+        raise ConfigError(
+            f"{', '.join(scalar)} apply to --physics scalar only; the elastic phantom has 3 "
+            "components and its geometry is --layout"
+        )
+    return options
+
+
 def simulate(args, options: dict):
     """The elastic phantom of the parsed ``args`` and the given ``options`` (a Dataset)."""
     from helmholtz_pinn import elastic

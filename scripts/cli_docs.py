@@ -27,9 +27,13 @@ helmholtz-pinn [--debug] {{{commands}}} ...
 ```
 
 Every subcommand is a thin wrapper over a library call (see [api.md](api.md)). Errors
-in the input print one line `error: ...` on stderr and exit with status 2; a diverged fit
-exits with status 3 after writing `OUT/failure.json`. `--debug` (before the subcommand)
-shows full tracebacks. Data files follow [data-format.md](data-format.md).
+in the input print one line `helmholtz-pinn CMD: error: ...` on stderr and exit with
+status 2; a usage error (an unknown option, a bad value) prints the subcommand's usage
+line above it and names the nearest option or choice of a typo (`unrecognized argument
+--step; did you mean --steps?`). Options are never abbreviated: `--step` is not
+`--steps`. A diverged fit exits with status 3 after writing `OUT/failure.json`.
+`--debug` (before the subcommand) shows full tracebacks. `--help` imports no JAX and
+answers at once. Data files follow [data-format.md](data-format.md).
 """
 
 INTRO = {
@@ -66,7 +70,12 @@ helmholtz-pinn simulate --physics elastic --layout two-ellipse --output slice \\
 Fits the PINN to a dataset and writes into `--out`: `mu.npz` (key `mu`: complex modulus
 in Pa, shape `(F, *grid)`), `metrics.json`, `history.csv`, `config.json`, the figures
 `wave.png`, `modulus.png`, `loss.png` (and `uncertainty.png` for `--ensemble` > 1) and
-`checkpoints/`. Without `DATA` it simulates the built-in four-target phantom first (and
+`checkpoints/`. `history.csv` holds one row per block of `--sync-interval` steps
+(`step`, `time_s`, `lr`, block-mean `loss`, `data`, `pde`, last-step `last_loss`,
+`last_data`, `last_pde`, `retries`); an ensemble or a slicewise fit adds a `member`
+column after `step` and one row per block and member (for a slicewise fit `member` is
+`slice * ensemble + ensemble member` over the fitted, non-empty z-slices), every cell one
+number. Without `DATA` it simulates the built-in four-target phantom first (and
 saves it as `OUT/phantom.npz`). Each `--field-name` option sets the `Config` field of
 that name ([api.md](api.md#config) gives the units). After the fit every failed
 plausibility check (`fit_quality` in `metrics.json`, see

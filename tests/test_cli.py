@@ -333,3 +333,100 @@ def test_invert_nifti_writes_the_clinical_maps(phantom, tmp_path):
     img = nib.load(out / "maps" / storage[0])  # the lower frequency sorts first here
     np.testing.assert_allclose(np.asarray(img.dataobj)[..., 0], mu[0].real, rtol=1e-6)
     assert img.header.get_zooms()[:2] == pytest.approx((1.0, 1.0))  # mm
+
+
+# --- the first hour: typos, one-line errors, a light --help ------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, prog, said",
+    [
+        (
+            ["invert", "--step", "100"],
+            "invert",
+            "unrecognized argument --step; did you mean --steps?",
+        ),
+        (["invrt", "x.npz"], "", "invalid choice: 'invrt' (choose from 'simulate', 'invert', "),
+        (["invrt", "x.npz"], "", "; did you mean invert?"),
+        (
+            ["simulate", "--physics", "elastc", "--out", "x.npz"],
+            "simulate",
+            "did you mean elastic?",
+        ),
+        (["baseline", "a.npz", "--out", "o", "--frobnicate"], "baseline", "argument --frobnicate"),
+    ],
+)
+def test_a_typo_is_one_error_line_with_a_near_miss_below_the_commands_usage(
+    args, prog, said, capsys
+):
+    """An unknown option is an error of its subcommand (its usage, not the top level's);
+    the nearest option or choice is suggested, none for a word like no other."""
+    with pytest.raises(SystemExit) as exit_:
+        cli_module.main(args)
+    assert exit_.value.code == 2
+    usage, error, *more = capsys.readouterr().err.splitlines()
+    name = f"helmholtz-pinn {prog}".strip()
+    assert not more and usage.startswith(f"usage: {name} [options]")
+    assert error.startswith(f"{name}: error: ") and said in error
+    if "frobnicate" in said:
+        assert "did you mean" not in error
+
+
+def test_an_abbreviated_option_is_not_taken_for_the_full_one(capsys):
+    """--step was silently --steps (argparse's allow_abbrev): a later option --step-size
+    would have changed what old command lines mean."""
+    with pytest.raises(SystemExit):
+        cli_module.main(["invert", "--step", "100", "--out", "unused"])
+    assert "did you mean --steps?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["invert", "missing.npz", "--out", "{o}"], "no such file: missing.npz"),
+        (["baseline", "{corrupt}", "--out", "{o}"], "is not a readable .npz file"),
+        (["invert", "{nokeys}", "--out", "{o}"], "missing required key 'u'"),
+        (["invert", "--slicewise", "{nokeys}", "{nokeys}", "--out", "{o}"], "--slicewise takes"),
+        (["simulate", "--physics", "elastic", "--phantom", "smooth", "--out", "{o}.npz"], "scalar"),
+        # usage errors: the command's usage line, then the one error line
+        (["simulate", "--out", "{o}.txt"], "expected a file name ending in .npz"),
+        (["convert", "a.mat", "--out", "{o}"], "expected a file name ending in .npz"),
+        (["invert", "{nokeys}", "--devices", "0", "--out", "{o}"], "positive integer or 'all'"),
+        (["invert", "{nokeys}", "--devices", "two", "--out", "{o}"], "got 'two'"),
+        (["baseline", "{nokeys}", "--window", "five", "--out", "{o}"], "invalid int value"),
+    ],
+)
+def test_every_error_is_one_line_and_exit_2(args, said, tmp_path, capsys):
+    (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip archive")
+    np.savez(tmp_path / "nokeys.npz", a=np.ones(3))
+    args = [
+        a.format(o=tmp_path / "o", **{s: tmp_path / f"{s}.npz" for s in ("corrupt", "nokeys")})
+        for a in args
+    ]
+    try:
+        status = cli_module.main(args)
+    except SystemExit as exit_:  # a usage error (argparse)
+        status = exit_.code
+    lines = capsys.readouterr().err.splitlines()
+    if len(lines) == 2:
+        assert lines.pop(0).startswith(f"usage: helmholtz-pinn {args[0]} [options]")
+    assert status == 2 and len(lines) == 1
+    assert lines[0].startswith(f"helmholtz-pinn {args[0]}: error: ") and said in lines[0]
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o.npz").exists()
+
+
+def test_help_imports_no_jax():
+    """``--help`` (top level and a subcommand) builds the parser without JAX or the
+    plotting and solver stacks, so it answers at once."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from helmholtz_pinn import cli\n"
+        "for argv in (['--help'], ['invert', '--help'], ['simulate', '--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "        cli.main(argv)\n"
+        "heavy = ('jax', 'jaxlib', 'optax', 'matplotlib', 'scipy')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
