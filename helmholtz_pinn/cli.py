@@ -4,9 +4,9 @@ The parser only maps arguments onto library calls (``invert`` is
 :func:`helmholtz_pinn.inversion.invert` and nothing else); the inversion options are
 generated from the fields of :class:`helmholtz_pinn.config.Config` and their
 documentation (one list of defaults and meanings). The package's own errors
-(:mod:`helmholtz_pinn.errors`) print one line ``helmholtz-pinn CMD: error: ...`` and exit
-with status 2 (a usage error: the command's usage line above it, a near miss of a typo in
-it), a divergence exits with 3 (``--debug``: the traceback). JAX is imported by commands.
+(:mod:`helmholtz_pinn.errors`) print one line ``helmholtz-pinn CMD: error: ...``, exit 2
+(usage errors: below the command's usage, a typo's near miss named); a divergence exits 3
+(``--debug``: the traceback). JAX is imported only by the commands.
 """
 
 from __future__ import annotations
@@ -61,11 +61,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
         options = [o for p in (parser, sub) for a in p._actions for o in a.option_strings]
         hints = [(w, _near(w, options) if w.startswith("-") else None) for w in unknown]
-        if len(hints) == 1:
-            (word, near), *_ = hints
-            sub.error(f"unrecognized argument {word}" + (f"; did you mean {near}?" if near else ""))
+        if len(hints) == 1 and hints[0][1]:
+            sub.error(f"unrecognized argument {unknown[0]}; did you mean {hints[0][1]}?")
         words = [w + (f" (did you mean {n}?)" if n else "") for w, n in hints]
-        sub.error(f"unrecognized arguments {', '.join(words)}")
+        sub.error(f"unrecognized argument{'s' * (len(hints) > 1)} {', '.join(words)}")
     return args
 
 
@@ -162,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, meaning in (
         ("--no-progress", "no progress bar"),
         ("--resume", "continue from the newest checkpoint in OUT/checkpoints"),
+        ("--resume-strict", "as --resume, but an error when OUT/checkpoints has none"),
         ("--no-checkpoints", "do not write checkpoints into OUT/checkpoints"),
         ("--force", "fit even if the data fail the plausibility check (units of f, spacing)"),
         ("--drop-empty-components", "drop components of u that are zero at every frequency"),
@@ -309,7 +309,7 @@ def cmd_invert(args) -> int:
             progress=not args.no_progress,
             callback=board,
             checkpoint_dir=None if args.no_checkpoints else args.out / "checkpoints",
-            resume=args.resume,
+            resume="strict" if args.resume_strict else args.resume,
             force=args.force,
             drop_empty_components=args.drop_empty_components,
         )

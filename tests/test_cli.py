@@ -387,6 +387,7 @@ def test_an_abbreviated_option_is_not_taken_for_the_full_one(capsys):
         (["baseline", "{corrupt}", "--out", "{o}"], "is not a readable .npz file"),
         (["invert", "{nokeys}", "--out", "{o}"], "missing required key 'u'"),
         (["invert", "--slicewise", "{nokeys}", "{nokeys}", "--out", "{o}"], "--slicewise takes"),
+        (["invert", "{plane}", "--resume-strict", "--out", "{o}"], "no usable checkpoint in"),
         (["simulate", "--physics", "elastic", "--phantom", "smooth", "--out", "{o}.npz"], "scalar"),
         # usage errors: the command's usage line, then the one error line
         (["simulate", "--out", "{o}.txt"], "expected a file name ending in .npz"),
@@ -399,8 +400,11 @@ def test_an_abbreviated_option_is_not_taken_for_the_full_one(capsys):
 def test_every_error_is_one_line_and_exit_2(args, said, tmp_path, capsys):
     (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip archive")
     np.savez(tmp_path / "nokeys.npz", a=np.ones(3))
+    datasets.save(plane_wave_dataset(), tmp_path / "plane.npz")
     args = [
-        a.format(o=tmp_path / "o", **{s: tmp_path / f"{s}.npz" for s in ("corrupt", "nokeys")})
+        a.format(
+            o=tmp_path / "o", **{s: tmp_path / f"{s}.npz" for s in ("corrupt", "nokeys", "plane")}
+        )
         for a in args
     ]
     try:
@@ -412,7 +416,7 @@ def test_every_error_is_one_line_and_exit_2(args, said, tmp_path, capsys):
         assert lines.pop(0).startswith(f"usage: helmholtz-pinn {args[0]} [options]")
     assert status == 2 and len(lines) == 1
     assert lines[0].startswith(f"helmholtz-pinn {args[0]}: error: ") and said in lines[0]
-    assert not (tmp_path / "o").exists() and not (tmp_path / "o.npz").exists()
+    assert not (tmp_path / "o" / "mu.npz").exists() and not (tmp_path / "o.npz").exists()
 
 
 def test_help_imports_no_jax():
