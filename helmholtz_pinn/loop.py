@@ -180,7 +180,7 @@ def _record(step: int, host: HostState, mean, last, batched: bool) -> dict:
         "lr": [float(r) for r in rates] if batched else float(rates[0]),
         **{n: value(mean[:, k]) for k, n in enumerate(LOSS_NAMES)},
         **{f"last_{n}": value(last[:, k]) for k, n in enumerate(LOSS_NAMES)},
-        "retries": host.retries if batched else host.retries[0],
+        "retries": list(host.retries) if batched else host.retries[0],  # a copy per record
     }
 
 

@@ -51,7 +51,11 @@ def reference_modulus(dataset: Dataset, cfg: Config) -> float:
         return float(cfg.mu_ref)
     from helmholtz_pinn.baselines import estimate_modulus
 
-    return float(estimate_modulus(dataset))
+    try:
+        return float(estimate_modulus(dataset))
+    except ValueError as err:  # e.g. a constant field: no wave to estimate from
+        message = f"cannot estimate mu_ref from the data ({err}); give --mu-ref (Pa)"
+        raise InputError(message) from err
 
 
 def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
