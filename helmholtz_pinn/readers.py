@@ -8,6 +8,9 @@
   :func:`read_nifti_affine` its voxel-to-world affine in mm;
   :func:`read_nifti_wave` one complex wave array from one complex (or real multi-phase)
   volume, a real + imaginary pair or a magnitude + phase pair (phase in radians).
+- MR phase images over the time steps of a wave period: :func:`unwrap_phase_series`
+  (along time with ``numpy.unwrap``, or spatially with scikit-image's ``unwrap_phase``)
+  and :func:`phase_harmonic` (static offset and linear drift removed, first harmonic).
 
 Every unreadable or inconsistent file raises :class:`~helmholtz_pinn.errors.DatasetError`.
 :func:`helmholtz_pinn.scanner.convert` turns these arrays into a dataset.
@@ -23,8 +26,11 @@ import numpy as np
 import scipy.io
 from scipy.io.matlab import MatReadError
 
-from helmholtz_pinn.errors import DatasetError
+from helmholtz_pinn.errors import DatasetError, MissingDependencyError
 
+PHASE_MODES = ("auto", "time", "space", "unwrapped")
+# Beyond this |phase| (about 16 cycles) values are taken for degrees or scanner units.
+_MAX_PHASE_RAD = 100.0
 _NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6, "unknown": 1e-3}
 # What scipy.io.loadmat raises on damaged or foreign files.
 _UNREADABLE_MAT = (
@@ -149,9 +155,15 @@ def read_nifti_affine(path: str | Path) -> np.ndarray:
     return affine
 
 
-def read_nifti_wave(paths: list[Path], kind: str) -> tuple[np.ndarray, np.ndarray]:
+def read_nifti_wave(
+    paths: list[Path], kind: str, *, phase_series: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """The wave array and zooms (see :func:`read_nifti`) of ``kind`` "nifti" (one file),
-    "nifti-complex" (real, imaginary files) or "nifti-polar" (magnitude, phase files)."""
+    "nifti-complex" (real, imaginary files) or "nifti-polar" (magnitude, phase files).
+
+    With ``phase_series`` (a "nifti-polar" pair whose phase holds the time steps of a
+    wave period) the real phase images in radians are returned, not a complex field;
+    the magnitude file is checked for shape only."""
     if kind == "nifti":
         if len(paths) != 1:
             raise DatasetError(f"kind 'nifti' takes one file; got {len(paths)}")
@@ -166,19 +178,98 @@ def read_nifti_wave(paths: list[Path], kind: str) -> tuple[np.ndarray, np.ndarra
         )
     if kind == "nifti-complex":
         return a + 1j * b.astype(np.result_type(b, np.float32)), zooms
+    if phase_series:
+        check_phase_radians(b, paths[1].name)
+        return b.astype(np.result_type(b, np.float32)), zooms
     return polar_to_complex(a, b, paths[1].name), zooms
 
 
-def polar_to_complex(magnitude: np.ndarray, phase: np.ndarray, name: str = "phase") -> np.ndarray:
-    """``magnitude * exp(i phase)``; phase in radians (checked to lie in [-2 pi, 2 pi])."""
+def check_phase_radians(phase: np.ndarray, name: str = "phase") -> None:
+    """Refuse phase that is not finite radians: wrapped ([-pi, pi]) and unwrapped
+    values are accepted up to |phase| = 100 rad (16 cycles); beyond that the values
+    are taken for degrees or scanner units."""
+    if not np.all(np.isfinite(phase)):
+        raise DatasetError(f"{name}: phase has non-finite values")
     lo, hi = float(np.min(phase)), float(np.max(phase))
-    if lo < -2 * np.pi - 1e-3 or hi > 2 * np.pi + 1e-3:
+    if max(-lo, hi) > _MAX_PHASE_RAD:
         raise DatasetError(
-            f"{name}: phase must be in radians; got values in [{lo:g}, {hi:g}] "
-            "(rescale scanner units to radians first)"
+            f"{name}: phase must be in radians; got values in [{lo:g}, {hi:g}], beyond "
+            f"+-{_MAX_PHASE_RAD:g} rad (16 cycles): degrees (+-180) or scanner units "
+            "(e.g. -4096..4095)? rescale to radians first (unwrapped radians are accepted)"
         )
+
+
+def polar_to_complex(magnitude: np.ndarray, phase: np.ndarray, name: str = "phase") -> np.ndarray:
+    """``magnitude * exp(i phase)``; phase in radians, wrapped or unwrapped (see
+    :func:`check_phase_radians`)."""
+    check_phase_radians(phase, name)
     if float(np.min(magnitude)) < 0:
         raise DatasetError(
             "magnitude has negative values; is it a real part? use kind 'nifti-complex'"
         )
     return magnitude * np.exp(1j * phase)
+
+
+# --- phase images over time ---
+
+
+def unwrap_phase_series(phase: np.ndarray, mode: str, axis: int) -> np.ndarray:
+    """Unwrapped phase (radians) of phase images whose time steps lie along ``axis``
+    and whose grid is the trailing 2 or 3 axes after it.
+
+    ``mode``: "time" unwraps each voxel's series along time (``numpy.unwrap``; needs
+    steps below pi between time steps); "space" unwraps each image over the grid with
+    ``skimage.restoration.unwrap_phase`` (2-D/3-D; needs steps below pi between
+    neighbouring voxels), then aligns the images by the multiple of 2 pi that unwraps
+    their spatial mean along time; "unwrapped" returns the phase as given; "auto" is
+    "unwrapped" when some |phase| > pi, else "time". A 2 pi k offset per voxel left
+    by unwrapping is constant in time and is removed with the static offset
+    (:func:`phase_harmonic`).
+    """
+    if mode not in PHASE_MODES:
+        raise DatasetError(f"phase must be one of {PHASE_MODES}; got {mode!r}")
+    check_phase_radians(phase)
+    phase = np.asarray(phase, dtype=np.float64)
+    if mode == "auto":
+        mode = "unwrapped" if float(np.max(np.abs(phase))) > np.pi + 1e-6 else "time"
+    if mode == "unwrapped":
+        return phase
+    if mode == "time":
+        return np.unwrap(phase, axis=axis)
+    try:
+        from skimage.restoration import unwrap_phase
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "spatial phase unwrapping needs scikit-image: pip install scikit-image"
+        ) from exc
+    grid_ndim = phase.ndim - 1 - axis % phase.ndim
+    if grid_ndim not in (2, 3):
+        raise DatasetError(f"spatial unwrapping needs a 2-D or 3-D grid; got {grid_ndim}-D")
+    grid = phase.shape[phase.ndim - grid_ndim :]
+    wrapped = np.angle(np.exp(1j * phase.reshape(-1, *grid)))
+    out = np.stack([unwrap_phase(f) for f in wrapped]).reshape(phase.shape)
+    mean = out.mean(axis=tuple(range(out.ndim - grid_ndim, out.ndim)), keepdims=True)
+    return out + (np.unwrap(mean, axis=axis) - mean)
+
+
+def phase_harmonic(phase: np.ndarray, axis: int) -> np.ndarray:
+    """First temporal harmonic of unwrapped phase after removing offset and drift.
+
+    With T time steps ``t = 0..T-1`` over one period (time ``t / (T f)`` s at drive
+    frequency f Hz), each voxel's phase (radians) is fitted by least squares as
+    ``phi_t = c0 + c1 t + Re(u exp(2 pi i t / T))``: static offset ``c0`` (rad), linear
+    drift ``c1`` (rad per time step) and the complex first harmonic ``u`` (rad;
+    proportional to displacement through the motion-encoding sensitivity, which the
+    scale-free inversion does not need). For T = 3 only the offset is removed (four
+    unknowns need T >= 4); then ``u`` equals the DFT ``2/T sum_t phi_t exp(-2 pi i t / T)``.
+    The time axis is removed.
+    """
+    n = phase.shape[axis]
+    if n < 3:
+        raise DatasetError(f"phase axis 't' has {n} samples; need >= 3 per period")
+    t = np.arange(n, dtype=np.float64)
+    theta = 2 * np.pi * t / n
+    columns = [np.ones(n), t] if n >= 4 else [np.ones(n)]
+    basis = np.stack([*columns, np.cos(theta), np.sin(theta)], axis=1)  # (T, k)
+    coef = np.moveaxis(phase, axis, -1) @ np.linalg.pinv(basis).T  # (..., k)
+    return coef[..., -2] - 1j * coef[..., -1]

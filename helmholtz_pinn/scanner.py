@@ -21,6 +21,9 @@ A grid with a single z slice becomes a 2-D grid.
 
 First harmonic. With ``T`` phase offsets ``w_t`` (t = 0..T-1) over one period,
 ``u = 2/T * sum_t w_t exp(-2 pi i t / T)``, so that ``w_t = Re(u exp(2 pi i t / T))``.
+MR phase images over time (``phase=``; by default for a magnitude + phase NIfTI pair
+with a ``t`` axis) are first unwrapped, then fitted with a static offset and a linear
+drift besides the harmonic (:func:`~helmholtz_pinn.readers.phase_harmonic`).
 """
 
 from __future__ import annotations
@@ -34,25 +37,31 @@ import numpy as np
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import DatasetError
 from helmholtz_pinn.readers import (
+    PHASE_MODES,
+    phase_harmonic,
     polar_to_complex,
     read_mat,
     read_nifti,
     read_nifti_affine,
     read_nifti_wave,
+    unwrap_phase_series,
 )
 
 __all__ = [
     "KINDS",
+    "PHASE_MODES",
     "SPACING_UNITS",
     "arrange",
     "convert",
     "first_harmonic",
     "grid_affine",
+    "phase_harmonic",
     "polar_to_complex",
     "read_mat",
     "read_nifti",
     "read_nifti_affine",
     "read_nifti_wave",
+    "unwrap_phase_series",
 ]
 
 KINDS = ("auto", "mat", "nifti", "nifti-complex", "nifti-polar")
@@ -76,6 +85,7 @@ def convert(
     frequency: float | Sequence[float] | None = None,
     spacing: float | Sequence[float] | None = None,
     spacing_unit: str = "m",
+    phase: str | None = None,
 ) -> Dataset:
     """Read scanner files into a validated :class:`Dataset`.
 
@@ -94,6 +104,12 @@ def convert(
         are read in the same order and unit.
       spacing_unit: "m" or "mm": unit of ``spacing`` and of spacing variables read from
         ``.mat`` files (NIfTI headers carry their own unit).
+      phase: the real images along the ``t`` axis are MR phase in radians, unwrapped
+        by "time" (along the time steps), "space" (each image over the grid,
+        scikit-image), "unwrapped" (already unwrapped) or "auto" ("unwrapped" if some
+        |phase| > pi, else "time"); offset and linear drift are then removed before
+        the first harmonic. None: "auto" for a magnitude + phase NIfTI pair whose
+        axes include ``t``, else the images are taken as displacement (plain harmonic).
 
     Raises:
       DatasetError: unreadable input, unknown or ambiguous layout, missing frequency
@@ -107,13 +123,15 @@ def convert(
         if not p.is_file():
             raise DatasetError(f"no such file: {p}")
     kind = _resolve_kind(paths, kind)
+    series = kind == "nifti-polar" and axes is not None and "t" in axes
+    phase = "auto" if series and phase is None else phase
     if kind == "mat":
         name, wave, file_freq, file_spacing, mask = _mat_source(paths, variable, unit)
     else:
-        wave, zooms = read_nifti_wave(paths, kind)
+        wave, zooms = read_nifti_wave(paths, kind, phase_series=series)
         name, file_freq, mask = paths[0].name, None, None
     axes = axes if axes is not None else _default_axes(wave, name, kind != "mat")
-    u = arrange(wave, axes, name)
+    u = arrange(wave, axes, name, phase=phase)
     if spacing is not None:
         values = _float_vector("spacing", spacing) * unit
     elif kind != "mat":
@@ -177,14 +195,23 @@ def _mat_source(
 # --- layout ---
 
 
-def arrange(array: np.ndarray, axes: str, name: str = "wave field") -> np.ndarray:
+def arrange(
+    array: np.ndarray, axes: str, name: str = "wave field", *, phase: str | None = None
+) -> np.ndarray:
     """Reorder ``array`` (axes named by ``axes``) into ``u`` of shape ``(F, C, *grid)``.
 
     Missing ``f``/``c`` axes become length 1; a ``t`` axis (real multi-phase images) is
-    reduced to the first temporal harmonic (see :func:`first_harmonic`).
+    reduced to the first temporal harmonic (see :func:`first_harmonic`); with ``phase``
+    (a mode of :func:`unwrap_phase_series`) the images are MR phase in radians,
+    unwrapped and reduced by :func:`phase_harmonic` (offset and drift removed).
     """
     array = np.asarray(array)
     _check_axes(axes, array.shape, name)
+    if phase is not None and "t" not in axes:
+        raise DatasetError(
+            f"phase={phase!r} applies to phase images over time steps (a 't' axis); "
+            f"axes {axes!r} has none"
+        )
     if ("t" in axes) == (array.dtype.kind == "c"):
         raise DatasetError(
             f"{name} is {array.dtype} {array.shape} with axes {axes!r}: expected either a "
@@ -199,7 +226,9 @@ def arrange(array: np.ndarray, axes: str, name: str = "wave field") -> np.ndarra
     for position, letter in enumerate("fc"):
         if letter not in axes:
             u = np.expand_dims(u, position)
-    if "t" in axes:
+    if "t" in axes and phase is not None:
+        u = phase_harmonic(unwrap_phase_series(u, phase, axis=2), axis=2)
+    elif "t" in axes:
         u = first_harmonic(u, axis=2)
     return u.astype(out_dtype)
 

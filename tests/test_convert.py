@@ -10,6 +10,7 @@ import scipy.io
 
 from helmholtz_pinn.cli import main
 from helmholtz_pinn.data import DatasetError, load, save
+from helmholtz_pinn.errors import MissingDependencyError
 from helmholtz_pinn.scanner import arrange, convert, first_harmonic, read_mat
 
 GRID = (5, 7, 3)
@@ -276,6 +277,95 @@ def test_single_complex_nifti_vector_layout(tmp_path, u_ref):
 def test_complex_with_phase_axis_is_refused(u_ref):
     with pytest.raises(DatasetError, match="'t'"):
         arrange(u_ref[0], "cxyt")
+
+
+# --- MR phase images over time: unwrapping, offset and drift ---
+
+
+def _phase_series(u, offset, trend, n_steps):
+    """phi_t = offset + trend t + Re(u exp(2 pi i t / T)), t = 0..T-1 on a new axis 0."""
+    t = np.arange(n_steps).reshape(-1, *([1] * u.ndim))
+    return offset + trend * t + np.real(u * np.exp(2j * np.pi * t / n_steps))
+
+
+def _wrap(phi):
+    return np.angle(np.exp(1j * phi))
+
+
+@pytest.fixture
+def phase_case(rng):
+    """u_true (5, 7, 3) with |u| in [1.5, 4] rad, offsets in [-2, 2] rad, drift 0.05
+    rad/step, T = 16: the phase leaves [-pi, pi] (so it wraps) while each voxel moves
+    less than pi per time step (so unwrapping along time is exact)."""
+    u = rng.uniform(1.5, 4.0, GRID) * np.exp(2j * np.pi * rng.uniform(size=GRID))
+    phi = _phase_series(u, rng.uniform(-2, 2, GRID), 0.05, 16)
+    assert np.abs(phi).max() > 1.5 * np.pi and np.abs(np.diff(phi, axis=0)).max() < np.pi
+    return u, phi
+
+
+def test_wrapped_phase_unwrapped_along_time(tmp_path, phase_case):
+    """Wrapped magnitude + phase NIfTI pair over time -> u_true to 1e-9 rad; the same
+    data taken as displacement (no unwrapping, no drift removal) is far off."""
+    u_true, phi = phase_case
+    wrapped = np.moveaxis(_wrap(phi), 0, -1)  # (x, y, z, t)
+    assert np.abs(wrapped).max() <= np.pi and not np.allclose(wrapped, np.moveaxis(phi, 0, -1))
+    mag = _write_nifti(tmp_path / "mag.nii", np.ones_like(wrapped), (2.0,) * 3)
+    pha = _write_nifti(tmp_path / "phase.nii", wrapped, (2.0,) * 3)
+    d = convert([mag, pha], axes="xyzt", frequency=[50.0])  # default phase="auto"
+    np.testing.assert_allclose(d.u[0, 0], u_true, atol=1e-9, rtol=0)
+    path = tmp_path / "phase.mat"
+    scipy.io.savemat(path, {"ph": wrapped, "freq": 50.0, "voxel_size": 2.0})
+    d = convert(path, axes="xyzt", spacing_unit="mm", phase="time")
+    np.testing.assert_allclose(d.u[0, 0], u_true, atol=1e-9, rtol=0)
+    naive = convert(path, axes="xyzt", spacing_unit="mm")  # displacement images
+    assert np.abs(naive.u[0, 0] - u_true).max() > 1.0
+
+
+def test_already_unwrapped_phase_accepted(tmp_path, phase_case):
+    """|phase| > 2 pi in radians is no longer refused: over time (phase='auto' sees
+    |phase| > pi and takes it as unwrapped) and as a first-harmonic phase map."""
+    u_true, phi = phase_case
+    phi = phi + 2 * np.pi  # still a valid unwrapped series, now beyond 2 pi
+    assert np.abs(phi).max() > 2 * np.pi
+    mag = _write_nifti(tmp_path / "mag.nii", np.ones(GRID + (16,)), (2.0,) * 3)
+    pha = _write_nifti(tmp_path / "phase.nii", np.moveaxis(phi, 0, -1), (2.0,) * 3)
+    d = convert([mag, pha], axes="xyzt", frequency=[50.0])
+    np.testing.assert_allclose(d.u[0, 0], u_true, atol=1e-9, rtol=0)
+    field = u_true  # complex pair: phase angle + 4 pi is the same field
+    mag = _write_nifti(tmp_path / "m.nii", np.abs(field), (2.0,) * 3)
+    pha = _write_nifti(tmp_path / "p.nii", np.angle(field) + 4 * np.pi, (2.0,) * 3)
+    d = convert([mag, pha], kind="nifti-polar", frequency=[50.0])
+    np.testing.assert_allclose(d.u[0, 0], field, rtol=1e-12)
+    with pytest.raises(DatasetError, match="'t'"):
+        convert([mag, pha], kind="nifti-polar", frequency=[50.0], phase="time")
+
+
+@pytest.mark.parametrize("grid", [(24, 20), (24, 20, 4)])
+def test_spatially_wrapped_phase(grid):
+    """A plane wave of amplitude 2.5 pi rad, one wavelength over 24 voxels, T = 6:
+    neighbouring voxels differ by < pi (spatial unwrapping is exact), time steps by up
+    to 2.5 pi (unwrapping along time fails). phase='space' recovers u_true to 1e-8."""
+    x, y = np.meshgrid(*[np.arange(n, dtype=float) for n in grid[:2]], indexing="ij")
+    if len(grid) == 3:
+        x, y = x[..., None] + np.zeros(grid), y[..., None] + np.zeros(grid)
+    u_true = 2.5 * np.pi * (1 + 0.2 * y / grid[1]) * np.exp(2j * np.pi * x / 24)
+    phi = _phase_series(u_true, 1.0 + 0.05 * x, 0.1, 6)  # (t, *grid)
+    wrapped = _wrap(phi)
+    axes = "t" + "xyz"[: len(grid)]
+    u = arrange(wrapped, axes, phase="space")
+    np.testing.assert_allclose(u[0, 0], u_true, atol=1e-8, rtol=0)
+    assert np.abs(arrange(wrapped, axes, phase="time")[0, 0] - u_true).max() > 1.0
+
+
+def test_phase_drift_needs_four_steps_and_scikit_image(monkeypatch, rng):
+    """T = 3: only the offset is removed (exact without drift); a missing scikit-image
+    is a MissingDependencyError naming the pip command."""
+    u = rng.standard_normal((5, 7)) + 1j * rng.standard_normal((5, 7))
+    phi = _phase_series(u, 0.7, 0.0, 3)
+    np.testing.assert_allclose(arrange(phi, "txy", phase="unwrapped")[0, 0], u, atol=1e-12)
+    monkeypatch.setitem(__import__("sys").modules, "skimage.restoration", None)
+    with pytest.raises(MissingDependencyError, match="pip install scikit-image"):
+        arrange(_wrap(phi), "txy", phase="space")
 
 
 # --- command line ---
