@@ -18,6 +18,7 @@ Every unreadable or inconsistent file raises :class:`~helmholtz_pinn.errors.Data
 
 from __future__ import annotations
 
+import re
 import zlib
 from pathlib import Path
 
@@ -273,3 +274,56 @@ def phase_harmonic(phase: np.ndarray, axis: int) -> np.ndarray:
     basis = np.stack([*columns, np.cos(theta), np.sin(theta)], axis=1)  # (T, k)
     coef = np.moveaxis(phase, axis, -1) @ np.linalg.pinv(basis).T  # (..., k)
     return coef[..., -2] - 1j * coef[..., -1]
+
+
+# --- MAT variable lookup (names case- and punctuation-insensitive) ---
+
+FREQUENCY_NAMES = {"freq", "freqs", "frequency", "frequencies", "freqhz"}
+SPACING_NAMES = {"spacing", "voxelsize", "voxsize", "voxelspacing", "pixelsize"}
+SPACING_NAMES |= {"pixelspacing", "resolution", "voxelsizemm", "spacingmm"}
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.rsplit(".", 1)[-1].lower())
+
+
+def pick_wave(
+    variables: dict[str, np.ndarray], variable: str | None, path: Path
+) -> tuple[str, np.ndarray]:
+    """The wave-field variable of a MAT file: ``variable``, else the one array with at
+    least two axes of 3 or more that is not frequency, spacing or mask metadata."""
+    if variable is not None:
+        if variable not in variables:
+            raise DatasetError(
+                f"{path} has no numeric variable {variable!r}; found {sorted(variables)}"
+            )
+        return variable, variables[variable]
+    meta = FREQUENCY_NAMES | SPACING_NAMES | {"mask"}
+    candidates = {
+        k: v
+        for k, v in variables.items()
+        if sum(n >= 3 for n in v.shape) >= 2 and _normalise(k) not in meta
+    }
+    if len(candidates) != 1:
+        listing = ", ".join(f"{k} {v.shape}" for k, v in candidates.items()) or "none"
+        raise DatasetError(
+            f"{path}: cannot pick the wave-field variable (candidates: {listing}); "
+            "pass variable=NAME (--variable)"
+        )
+    return next(iter(candidates.items()))
+
+
+def metadata(
+    variables: dict[str, np.ndarray], names: set[str], what: str, path: Path
+) -> np.ndarray | None:
+    """The small numeric variable called one of ``names`` (case and punctuation
+    ignored), or None; conflicting ones are an error."""
+    found = {
+        k: np.ravel(v).astype(np.float64)
+        for k, v in variables.items()
+        if _normalise(k) in names and v.size <= 16
+    }
+    values = list(found.values())
+    if any(v.shape != values[0].shape or not np.allclose(v, values[0]) for v in values):
+        raise DatasetError(f"{path}: conflicting {what} variables {found}; pass {what} explicitly")
+    return values[0] if values else None

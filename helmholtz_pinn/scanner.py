@@ -37,8 +37,12 @@ import numpy as np
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import DatasetError
 from helmholtz_pinn.readers import (
+    FREQUENCY_NAMES,
     PHASE_MODES,
+    SPACING_NAMES,
+    metadata,
     phase_harmonic,
+    pick_wave,
     polar_to_complex,
     read_mat,
     read_nifti,
@@ -66,9 +70,6 @@ __all__ = [
 
 KINDS = ("auto", "mat", "nifti", "nifti-complex", "nifti-polar")
 SPACING_UNITS = {"m": 1.0, "mm": 1e-3}
-_FREQUENCY_NAMES = {"freq", "freqs", "frequency", "frequencies", "freqhz"}
-_SPACING_NAMES = {"spacing", "voxelsize", "voxsize", "voxelspacing", "pixelsize"}
-_SPACING_NAMES |= {"pixelspacing", "resolution", "voxelsizemm", "spacingmm"}
 _PAIR_TOKENS = {
     "nifti-complex": ({"real", "re"}, {"imag", "imaginary", "im"}),
     "nifti-polar": ({"mag", "magnitude", "abs", "amp"}, {"phase", "pha", "ph"}),
@@ -185,9 +186,9 @@ def _mat_source(
     if len(paths) != 1:
         raise DatasetError(f"kind 'mat' takes one file; got {len(paths)}")
     variables = read_mat(paths[0])
-    name, wave = _pick_wave(variables, variable, paths[0])
-    frequency = _metadata(variables, _FREQUENCY_NAMES, "frequency", paths[0])
-    spacing = _metadata(variables, _SPACING_NAMES, "spacing", paths[0])
+    name, wave = pick_wave(variables, variable, paths[0])
+    frequency = metadata(variables, FREQUENCY_NAMES, "frequency", paths[0])
+    spacing = metadata(variables, SPACING_NAMES, "spacing", paths[0])
     spacing = None if spacing is None else spacing * unit
     return name, wave, frequency, spacing, variables.get("mask")
 
@@ -326,48 +327,6 @@ def _resolve_kind(paths: list[Path], kind: str) -> str:
         "'nifti', 'nifti-complex' (real, imag files) or 'nifti-polar' (magnitude, "
         "phase files) (--kind)"
     )
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.rsplit(".", 1)[-1].lower())
-
-
-def _pick_wave(
-    variables: dict[str, np.ndarray], variable: str | None, path: Path
-) -> tuple[str, np.ndarray]:
-    if variable is not None:
-        if variable not in variables:
-            raise DatasetError(
-                f"{path} has no numeric variable {variable!r}; found {sorted(variables)}"
-            )
-        return variable, variables[variable]
-    meta = _FREQUENCY_NAMES | _SPACING_NAMES | {"mask"}
-    candidates = {
-        k: v
-        for k, v in variables.items()
-        if sum(n >= 3 for n in v.shape) >= 2 and _normalise(k) not in meta
-    }
-    if len(candidates) != 1:
-        listing = ", ".join(f"{k} {v.shape}" for k, v in candidates.items()) or "none"
-        raise DatasetError(
-            f"{path}: cannot pick the wave-field variable (candidates: {listing}); "
-            "pass variable=NAME (--variable)"
-        )
-    return next(iter(candidates.items()))
-
-
-def _metadata(
-    variables: dict[str, np.ndarray], names: set[str], what: str, path: Path
-) -> np.ndarray | None:
-    found = {
-        k: np.ravel(v).astype(np.float64)
-        for k, v in variables.items()
-        if _normalise(k) in names and v.size <= 16
-    }
-    values = list(found.values())
-    if any(v.shape != values[0].shape or not np.allclose(v, values[0]) for v in values):
-        raise DatasetError(f"{path}: conflicting {what} variables {found}; pass {what} explicitly")
-    return values[0] if values else None
 
 
 def _resolve_frequency(
