@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.ndimage
 
+from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.stencils import check_spacing as _check_spacing
 from helmholtz_pinn.stencils import curl as _curl
 from helmholtz_pinn.stencils import fd_laplacian
@@ -139,12 +140,12 @@ def curl_mdev(
       mask and where no stencil (or, smoothed, no neighbour) is available.
 
     Raises:
-      ValueError: if ``u`` does not have three components, or for bad arguments.
+      InputError (a ValueError): if ``u`` does not have three components, or for bad arguments.
     """
     u, valid, h = _inputs(dataset, per_frequency)
     _check_smoothing(smoothing, sigma, window, polyorder, u.shape[2:])
     if u.shape[1] != 3:
-        raise ValueError(
+        raise InputError(
             f"curl-MDEV needs three displacement components (C = 3); got C = {u.shape[1]}"
         )
 
@@ -165,7 +166,7 @@ def estimate_modulus(dataset: Dataset, *, sigma: float = 1.5) -> float:
     mag = np.abs(ahi(dataset, smoothing="gaussian", sigma=sigma))
     vals = mag[np.isfinite(mag) & (mag > 0)]  # NaN outside the mask
     if vals.size == 0:
-        raise ValueError(
+        raise InputError(
             "estimate_modulus: AHI gave no finite, positive modulus inside the mask; "
             "check that u is non-zero there"
         )
@@ -183,7 +184,7 @@ def baseline_settings(
     size per axis in m.
     """
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
     _check_smoothing(smoothing, sigma, window, polyorder)
     mm = [float(x) * 1e3 for x in _check_spacing(spacing, 3)]
     gauss, savgol = smoothing == "gaussian", smoothing == "savgol"
@@ -206,19 +207,19 @@ def _inputs(dataset, per_frequency) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """``u`` (zero outside the usable voxels), the usable-voxel mask, spacing (m)."""
     u = np.asarray(dataset.u)
     if u.ndim < 3:
-        raise ValueError(f"dataset.u must have shape (F, C, *grid); got {u.shape}")
+        raise InputError(f"dataset.u must have shape (F, C, *grid); got {u.shape}")
     freq = np.asarray(dataset.frequency, dtype=float).reshape(-1)
     if freq.shape != (u.shape[0],):
-        raise ValueError(f"dataset.frequency must have shape ({u.shape[0]},); got {freq.shape}")
+        raise InputError(f"dataset.frequency must have shape ({u.shape[0]},); got {freq.shape}")
     if per_frequency not in (True, False):
-        raise ValueError(f"per_frequency must be True or False; got {per_frequency!r}")
+        raise InputError(f"per_frequency must be True or False; got {per_frequency!r}")
     grid, mask = u.shape[2:], getattr(dataset, "mask", None)
     h = _check_spacing(dataset.spacing, len(grid))
     if h.size != len(grid):
-        raise ValueError(f"spacing must have {len(grid)} entries (m); got {h.tolist()}")
+        raise InputError(f"spacing must have {len(grid)} entries (m); got {h.tolist()}")
     u, valid = _usable(u.astype(np.complex128), np.ones(grid, bool) if mask is None else mask, grid)
     if not valid.any():
-        raise ValueError(f"no voxel inside the mask has finite u in every field (grid {grid})")
+        raise InputError(f"no voxel inside the mask has finite u in every field (grid {grid})")
     return u, valid, h
 
 
@@ -229,7 +230,7 @@ def _mdev(q, valid, out, h, dataset, smooth, per_frequency) -> np.ndarray:
     lap = _laplacian(q, valid, h, central_only=smooth[0] != "none")
     src = valid & np.all(np.isfinite(lap), axis=(0, 1))
     if not src.any():
-        raise ValueError(
+        raise InputError(
             f"no mask voxel has the neighbours a finite-difference stencil needs (grid "
             f"{valid.shape}, {int(valid.sum())} usable voxels); the mask is too thin"
         )
@@ -255,19 +256,19 @@ def _mdev(q, valid, out, h, dataset, smooth, per_frequency) -> np.ndarray:
 
 def _check_smoothing(smoothing, sigma, window, polyorder, grid=None) -> None:
     if not isinstance(smoothing, str) or smoothing not in SMOOTHING_CHOICES:
-        raise ValueError(f"smoothing must be one of {SMOOTHING_CHOICES}; got {smoothing!r}")
+        raise InputError(f"smoothing must be one of {SMOOTHING_CHOICES}; got {smoothing!r}")
     if smoothing == "gaussian":
         if not (isinstance(sigma, numbers.Real) and math.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"sigma must be a finite number > 0 (voxels); got {sigma!r}")
+            raise InputError(f"sigma must be a finite number > 0 (voxels); got {sigma!r}")
     elif smoothing == "savgol":
         integral = isinstance(window, numbers.Integral) and not isinstance(window, bool)
         if not integral or window < 3 or window % 2 == 0:
-            raise ValueError(f"window must be an odd integer >= 3 (voxels); got {window!r}")
+            raise InputError(f"window must be an odd integer >= 3 (voxels); got {window!r}")
         if grid is not None and window > min(grid):
-            raise ValueError(f"window must be <= the shortest grid axis {min(grid)}; got {window}")
+            raise InputError(f"window must be <= the shortest grid axis {min(grid)}; got {window}")
         integral = isinstance(polyorder, numbers.Integral) and not isinstance(polyorder, bool)
         if not integral or not 0 <= polyorder < window:
-            raise ValueError(f"polyorder must be an integer in [0, {window}); got {polyorder!r}")
+            raise InputError(f"polyorder must be an integer in [0, {window}); got {polyorder!r}")
 
 
 def _smooth(a, src, out, smoothing, sigma, window, polyorder):

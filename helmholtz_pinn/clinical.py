@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.metrics import finite_or_none as _finite
 from helmholtz_pinn.metrics import region_medians
 
 # quantity -> (symbol, unit, unit as written in file names)
@@ -165,11 +166,6 @@ def nifti_maps(
             symbol, unit, tag = QUANTITIES[q]
             out[f"{q}_{tag}_{label}"] = (v, f"{q} {symbol} in {unit}, {label}"[:80])
     return out
-
-
-def _finite(x: float) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def _median(values: np.ndarray) -> float | None:

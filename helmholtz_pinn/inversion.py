@@ -95,9 +95,11 @@ def invert(
     slicewise = bool(slicewise) or chosen
     datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
     stacked = len(datasets) > 1 or slicewise
-    shared = shared_settings(datasets, cfg)
+    estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
+    shared = shared_settings(datasets, cfg, estimates)
     preps = [prepare(d, shared) for d in datasets]
-    ckpt = (checkpoint_dir, checkpoint.fingerprint([data] if one else data), resume)
+    prints = None if checkpoint_dir is None else checkpoint.fingerprint([data] if one else data)
+    ckpt = (checkpoint_dir, prints, resume)
     state, history, plan, resumed = _fit(preps, cfg, stacked, devices, callback, progress, ckpt)
     facts = dict(devices=len(plan.devices), parallel=plan.mode, **resumed)
     if chosen:
@@ -151,7 +153,8 @@ def _admit(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
     if drop:
         dataset, dropped = plausibility.drop_empty_components(dataset)
         facts["dropped_components"] = dropped
-    notes = plausibility.check(dataset, force=force)
+    facts["ahi_estimate_pa"] = plausibility.estimate(dataset)  # once: check, mu_ref, quality
+    notes = plausibility.check(dataset, force=force, modulus=facts["ahi_estimate_pa"])
     if notes:
         facts["input_notes"] = notes
     return dataset, facts

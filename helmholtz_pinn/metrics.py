@@ -359,7 +359,7 @@ def _per_freq(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
     raise InputError(f"{name} must have shape {grid} or (F, *{grid}); got {mu.shape}")
 
 
-def _finite_or_none(x: float) -> float | None:
+def finite_or_none(x: float) -> float | None:  # JSON has no NaN or inf
     return float(x) if math.isfinite(float(x)) else None
 
 
@@ -372,12 +372,12 @@ def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np
     err_abs = relative_error_map(np.abs(pred), np.abs(true))
     err_loss = relative_error_map(pred.imag, true.imag)
     out: dict[str, Any] = {
-        "median_rel_error_storage": _finite_or_none(np.median(err_storage[mask])),
-        "mean_rel_error_storage": _finite_or_none(np.mean(err_storage[mask])),
-        "median_rel_error_abs": _finite_or_none(np.median(err_abs[mask])),
-        "mean_rel_error_abs": _finite_or_none(np.mean(err_abs[mask])),
-        "median_rel_error_loss": _finite_or_none(np.median(err_loss[mask])),
-        "pearson_r_storage": _finite_or_none(pearson_r(pred.real, true.real, mask)),
+        "median_rel_error_storage": finite_or_none(np.median(err_storage[mask])),
+        "mean_rel_error_storage": finite_or_none(np.mean(err_storage[mask])),
+        "median_rel_error_abs": finite_or_none(np.median(err_abs[mask])),
+        "mean_rel_error_abs": finite_or_none(np.mean(err_abs[mask])),
+        "median_rel_error_loss": finite_or_none(np.median(err_loss[mask])),
+        "pearson_r_storage": finite_or_none(pearson_r(pred.real, true.real, mask)),
     }
     if dataset.regions is not None:
         regions = np.asarray(dataset.regions)
@@ -386,15 +386,15 @@ def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np
         med_err = region_medians(err_storage, regions, mask)
         out["regions"] = {
             str(label): {
-                "median_storage_pa": _finite_or_none(med_pred[label]),
-                "true_median_storage_pa": _finite_or_none(med_true[label]),
-                "median_rel_error_storage": _finite_or_none(med_err[label]),
+                "median_storage_pa": finite_or_none(med_pred[label]),
+                "true_median_storage_pa": finite_or_none(med_true[label]),
+                "median_rel_error_storage": finite_or_none(med_err[label]),
             }
             for label in sorted(med_true)
         }
         if 1 in med_true:
             out["contrast_transfer"] = {
-                str(label): _finite_or_none(c)
+                str(label): finite_or_none(c)
                 for label, c in contrast_transfer(pred.real, true.real, regions, mask).items()
             }
     return out

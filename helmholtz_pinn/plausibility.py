@@ -40,11 +40,14 @@ MAX_WAVELENGTH_FOV = 50.0
 NEGLIGIBLE = 1e-6  # component RMS / strongest component RMS at that frequency
 OVERRIDE = "pass force=True (--force) if the values are right"
 
-__all__ = ["check", "drop_empty_components", "empty_components"]
+__all__ = ["check", "drop_empty_components", "empty_components", "estimate"]
 
 
-def check(dataset: Dataset, *, force: bool = False) -> list[str]:
+def check(dataset: Dataset, *, force: bool = False, modulus: float | None = None) -> list[str]:
     """Problems of ``dataset`` against MRE physics (see the module docstring).
+
+    ``modulus``: the data's AHI estimate (Pa) when the caller has it (:func:`estimate`),
+    else it is estimated here.
 
     Returns notes: empty without problems; with ``force`` every problem as a note
     ("plausibility check overridden (force): ..."). Raises InputError listing every
@@ -53,7 +56,7 @@ def check(dataset: Dataset, *, force: bool = False) -> list[str]:
     problems = _frequency(dataset.frequency) + _spacing(dataset.spacing)
     problems += _components(dataset)
     if not problems:  # the wave check needs a signal in every frequency
-        problems += _wave(dataset)
+        problems += _wave(dataset, estimate(dataset) if modulus is None else modulus)
     if problems and not force:
         raise InputError(f"implausible dataset: {'; '.join(problems)}; {OVERRIDE}")
     return [f"plausibility check overridden (force): {p}" for p in problems]
@@ -179,12 +182,19 @@ def drop_empty_components(dataset: Dataset) -> tuple[Dataset, list[int]]:
     return dataclasses.replace(dataset, u=dataset.u[:, keep]), drop
 
 
-def _wave(dataset: Dataset) -> list[str]:
+def estimate(dataset: Dataset) -> float | None:
+    """The data's modulus estimate in Pa (:func:`baselines.estimate_modulus`), or None
+    where none is possible (e.g. a mask too thin for the stencil, a constant field)."""
     from helmholtz_pinn.baselines import estimate_modulus
 
     try:
-        mu = estimate_modulus(dataset)
-    except ValueError:  # e.g. a mask too thin for the stencil: nothing to judge here
+        return estimate_modulus(dataset)
+    except ValueError:
+        return None
+
+
+def _wave(dataset: Dataset, mu: float | None) -> list[str]:
+    if mu is None:  # nothing to judge here
         return []
     cause = "check that frequency is in Hz and spacing in m"
     problems = []

@@ -45,10 +45,13 @@ def grid_coordinates(dataset: Dataset, length: float) -> np.ndarray:
     return np.stack([m.ravel() for m in mesh], axis=-1).astype(np.float32)
 
 
-def reference_modulus(dataset: Dataset, cfg: Config) -> float:
-    """mu_ref in Pa: the configured value, else a robust estimate from the data."""
+def reference_modulus(dataset: Dataset, cfg: Config, estimate: float | None = None) -> float:
+    """mu_ref in Pa: the configured value, else ``estimate`` (the data's AHI estimate,
+    Pa, when the caller has it), else a robust estimate from the data."""
     if cfg.mu_ref is not None:
         return float(cfg.mu_ref)
+    if estimate is not None:
+        return float(estimate)
     from helmholtz_pinn.baselines import estimate_modulus
 
     try:
@@ -64,12 +67,18 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
     return field_of_view(dataset) * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
 
 
-def shared_settings(datasets: Sequence[Dataset], cfg: Config) -> Config:
+def shared_settings(
+    datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
+) -> Config:
     """``cfg`` with mu_ref (Pa) and sigma_u/sigma_mu filled in, one value for all datasets
     (members of one program share them): mu_ref the configured one, else the median of
     the per-dataset estimates; sigma the configured one, else ``sigma_factor`` times the
-    largest L / lambda_min (so every dataset's shortest wave is representable)."""
-    mu_ref = float(np.median([reference_modulus(d, cfg) for d in datasets]))
+    largest L / lambda_min (so every dataset's shortest wave is representable).
+    ``estimates``: the datasets' AHI estimates (Pa) where already computed."""
+    estimates = [None] * len(datasets) if estimates is None else estimates
+    mu_ref = float(
+        np.median([reference_modulus(d, cfg, e) for d, e in zip(datasets, estimates, strict=True)])
+    )
     cycles = max(wave_cycles(d, mu_ref) for d in datasets)
     return cfg.replace(
         mu_ref=mu_ref,

@@ -183,7 +183,7 @@ def baseline_result(
     try:
         settings = baselines.baseline_settings(name, smoothing, sigma, window, dataset.spacing)
         mu = getattr(baselines, name)(dataset, smoothing=smoothing, sigma=sigma, window=window)
-    except ValueError as err:  # the baselines' argument and mask checks raise plain ValueErrors
+    except ValueError as err:  # InputError (and any ValueError): name the method, one line
         raise InputError(f"baseline {method}: {err}") from None
     facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)
     return make_result(dataset, settings, mu[None], dataset.u, facts)
@@ -196,9 +196,9 @@ def quality_checks(
 
     A PINN fit (``config`` a :class:`~helmholtz_pinn.config.Config`) runs every check:
     against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
-    the run facts have them) and the history. The AHI estimate is ``mu_ref_pa`` where that
-    was estimated from this dataset alone (no ``mu_ref`` given, not a batch or slicewise
-    member), else :func:`baselines.estimate_modulus` of the dataset. A baseline
+    the run facts have them) and the history. The AHI estimate is the facts'
+    ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
+    :func:`baselines.estimate_modulus` of the dataset. A baseline
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
     ``modulus_range``, against the AHI estimate of the data as the reference.
     """
@@ -206,8 +206,7 @@ def quality_checks(
     from helmholtz_pinn.config import Config
 
     pinn = isinstance(config, Config)
-    alone = "batch_members" not in facts and facts.get("mode") != "slicewise"
-    estimate = facts.get("mu_ref_pa") if pinn and config.mu_ref is None and alone else None
+    estimate = facts.get("ahi_estimate_pa")  # computed once at the door by invert
     if estimate is None:
         try:
             estimate = baselines.estimate_modulus(dataset)

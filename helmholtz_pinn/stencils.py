@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from helmholtz_pinn.errors import InputError
+
 # Stencils (offsets, weights) per derivative order, in order of preference: central;
 # one-sided of second order; of first order (used forwards and mirrored backwards).
 _STENCILS = {
@@ -30,11 +32,11 @@ def check_spacing(spacing, max_ndim: int) -> np.ndarray:
     finite positive entries."""
     h = np.asarray(spacing, dtype=float).reshape(-1)
     if h.size == 0 or h.size > max_ndim:
-        raise ValueError(
+        raise InputError(
             f"spacing must have one entry per spatial axis (1..{max_ndim}); got {h.size} entries"
         )
     if not np.all(np.isfinite(h) & (h > 0)):
-        raise ValueError(f"spacing must be finite and > 0 (m); got {h.tolist()}")
+        raise InputError(f"spacing must be finite and > 0 (m); got {h.tolist()}")
     return h
 
 
@@ -42,7 +44,7 @@ def usable(a: np.ndarray, mask, grid) -> tuple[np.ndarray, np.ndarray]:
     """``(a zero-filled, mask & finite in every field)``; ``a`` is ``(..., *grid)``."""
     mask = np.asarray(mask)
     if mask.shape != tuple(grid):
-        raise ValueError(f"mask must have the grid shape {tuple(grid)}; got {mask.shape}")
+        raise InputError(f"mask must have the grid shape {tuple(grid)}; got {mask.shape}")
     lead = tuple(range(a.ndim - len(grid)))
     valid = mask.astype(bool) & np.all(np.isfinite(a), axis=lead)
     return np.where(valid, a, 0), valid
@@ -105,7 +107,7 @@ def fd_laplacian(u: np.ndarray, spacing, *, mask: np.ndarray | None = None) -> n
     h = check_spacing(spacing, u.ndim)
     grid = u.shape[u.ndim - h.size :]
     if min(grid) < 3:
-        raise ValueError(
+        raise InputError(
             f"fd_laplacian needs at least 3 points along each spatial axis; got grid {grid}"
         )
     u = u.astype(np.complex128 if np.iscomplexobj(u) else np.float64, copy=False)
@@ -124,7 +126,7 @@ def curl(u: np.ndarray, valid: np.ndarray, h: np.ndarray) -> np.ndarray:
     derivatives vanish (d_z = 0: waves travel in the slice plane).
     """
     if u.shape[1] != 3:
-        raise ValueError(f"the curl needs three displacement components; got C = {u.shape[1]}")
+        raise InputError(f"the curl needs three displacement components; got C = {u.shape[1]}")
 
     def d(c: int, k: int):  # d u_c / d x_k, (F, *grid)
         return fd_axis(u[:, c], valid, k, 1) / h[k] if k < h.size else 0.0
