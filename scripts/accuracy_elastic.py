@@ -799,7 +799,13 @@ def _comparison(study: dict) -> list[str]:
 
 
 COMPARABILITY = """\
-How comparable the setups are (to be completed; the facts known here):
+How comparable the setups are. The geometry, moduli and frequencies match the BIOQIC box
+as described in MRE-PINN's paper, but the data are not the same files: ours come from our
+own FEM solver with our boundary conditions, drive and noise, theirs from BIOQIC's
+simulation, and the metrics differ (below). The comparison shows the order of magnitude
+(our mean relative G' error on the clean four-target slices, 9-10 %, against their
+45.9 % mean relative deviation), not a ranking on
+equal terms; running both codes on one file is the fair test and was not done:
 
 - Ours: a slab of 80 x 100 x 10 mm sampled at 1 mm voxels (80 x 100 x 10; the held-out
   `four-target-20mm` case is 20 mm thick), cylinders through the slab of radius 10 / 5 / 3 /
