@@ -44,6 +44,7 @@ MODULES = (
     "logs",
     "compile_cache",
     "elastic_cli",
+    "cli_args",
     "cli",
 )
 
