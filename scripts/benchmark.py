@@ -451,6 +451,17 @@ def report(out: Path) -> str:
                 + " | ".join("-" if q is None else f"{q:.1f}x" for q in ratios)
                 + " |"
             )
+    torch_rows = {k: v for k, v in rows.items() if k.startswith("PyTorch") and "forward" not in k}
+    best = {
+        n: min((by_n[n]["us"], label) for label, by_n in torch_rows.items() if n in by_n)
+        for n in sizes
+        if any(n in by_n for by_n in torch_rows.values())
+    }
+    lines += ["", "Fastest PyTorch form at each N against the JAX default (median):", ""]
+    for n, (us, label) in best.items():
+        ours = jax_best.get(n, {}).get("us")
+        speedup = f"JAX {us / ours:.2f}x faster" if ours else "no JAX figure"
+        lines.append(f"- N={n}: {label[8:]}, {_fmt(us)} us; {speedup}")
     lines += [
         "",
         "| N | layout | kernels | fusions | HLO instr | compile cold s | compile warm s | "

@@ -1,10 +1,14 @@
 """The seed workload as PyTorch users write it, on the JAX side's weights.
 
-Four forms of the full training step (forward, Laplacian, loss, backward, Adam):
-eager with the Laplacian by nested autograd and loss.item() every step; eager with the
-forward-Laplacian propagation; and each of those captured whole in one CUDA graph with
-capturable Adam (replayed K times, loss read once after). TF32 is off. Before timing,
-the loss on the copied JAX weights must equal the JAX loss within 1e-4 (relative).
+Forms of the full training step (forward, Laplacian, loss, backward, Adam): eager with
+the Laplacian by nested autograd and loss.item() every step; eager with the
+forward-Laplacian propagation; each of those captured whole in one CUDA graph with fused
+capturable Adam (replayed K times, loss read once after); and the strongest form a
+competent user writes: the forward-Laplacian loss and its backward through
+``torch.compile(fullgraph=True)`` (inductor, default mode and
+``max-autotune-no-cudagraphs``, the compile time recorded), fused capturable Adam, the
+whole step in one CUDA graph. TF32 is off. Before timing, the loss on the copied JAX
+weights must equal the JAX loss within 1e-4 (relative), compiled forms included.
 
 Run after ``scripts/benchmark.py --out OUT`` (which writes OUT/weights.npz); appends
 JSON lines to OUT/torch.jsonl.
@@ -105,7 +109,7 @@ def loss_fn(u_net, mu_net, x, u_obs, form: str):
 class Bench:
     """Networks, data and optimizer for one form at one N."""
 
-    def __init__(self, weights, n, device, form, capturable=False):
+    def __init__(self, weights, n, device, form, capturable=False, fused=False, compile=None):
         self.u_net = FourierNet(weights, "u").to(device)
         self.mu_net = FourierNet(weights, "mu").to(device)
         x, u = workload(n)
@@ -113,10 +117,18 @@ class Bench:
         self.u_obs = torch.tensor(np.stack([u.real, u.imag], 1), device=device)
         self.form = form
         params = [*self.u_net.parameters(), *self.mu_net.parameters()]
-        self.opt = torch.optim.Adam(params, lr=1e-3, capturable=capturable)
+        self.opt = torch.optim.Adam(params, lr=1e-3, capturable=capturable, fused=fused)
+        self._loss = self._eager_loss
+        if compile is not None:  # loss and (through AOTAutograd) its backward compiled
+            self._loss = torch.compile(
+                self._eager_loss, fullgraph=True, dynamic=False, mode=compile
+            )
+
+    def _eager_loss(self):
+        return loss_fn(self.u_net, self.mu_net, self.x, self.u_obs, self.form)
 
     def loss(self):
-        return loss_fn(self.u_net, self.mu_net, self.x, self.u_obs, self.form)
+        return self._loss()
 
     def step(self):
         self.opt.zero_grad(set_to_none=True)
@@ -176,6 +188,19 @@ def main(argv=None) -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--eager-steps", type=int, default=20)
     p.add_argument("--graph-steps", type=int, default=SCAN_STEPS)
+    p.add_argument(
+        "--compile-modes",
+        nargs="*",
+        default=["default", "max-autotune-no-cudagraphs"],
+        help="torch.compile modes of the compiled forms (CUDA only; none: skip them)",
+    )
+    p.add_argument(
+        "--kinds",
+        nargs="*",
+        default=["eager", "graph"],
+        choices=["eager", "graph"],
+        help="which uncompiled forms to time (default both)",
+    )
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -222,20 +247,44 @@ def main(argv=None) -> None:
             ("eager, autograd Laplacian, loss.item() each step", "autograd", False),
             ("eager, forward-Laplacian, loss.item() each step", "fwdlap", False),
         ]
+        forms = [(label, form, False, None) for label, form in forms] * ("eager" in args.kinds)
+        if cuda and "graph" in args.kinds:
+            forms += [
+                ("CUDA graph, autograd Laplacian, fused Adam", "autograd", True, None),
+                ("CUDA graph, forward-Laplacian, fused Adam", "fwdlap", True, None),
+            ]
         if cuda:
             forms += [
-                ("CUDA graph, autograd Laplacian", "autograd", True),
-                ("CUDA graph, forward-Laplacian", "fwdlap", True),
+                (f"compiled ({mode}), CUDA graph, fused Adam", "fwdlap", True, mode)
+                for mode in args.compile_modes
             ]
-        for label, form, graph in forms:
+        for label, form, graph, mode in forms:
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
             try:
-                bench = Bench(weights, n, device, form, capturable=graph)
+                bench = Bench(weights, n, device, form, graph, fused=graph, compile=mode)
+                extra = {}
+                if mode is not None:
+                    t0 = time.perf_counter()
+                    loss = bench.loss().item()  # compiles the forward
+                    bench.step()  # and the backward
+                    sync()
+                    extra = dict(compile_s=time.perf_counter() - t0, compile_mode=mode)
+                    rel = abs(loss - float(jax_losses[n][0])) / abs(float(jax_losses[n][0]))
+                    rec(
+                        "loss_check",
+                        n,
+                        form=label,
+                        torch_loss=loss,
+                        rel_diff=rel,
+                        ok=rel <= LOSS_RTOL,
+                    )
+                    if rel > LOSS_RTOL:
+                        continue
                 run = graphed(bench, args.graph_steps) if graph else eager(bench, args.eager_steps)
                 steps = args.graph_steps if graph else args.eager_steps
                 med, lo = time_reps(run, args.reps, steps, sync)
-                rec(label, n, med, lo, form=form, cuda_graph=graph)
+                rec(label, n, med, lo, form=form, cuda_graph=graph, **extra)
                 if cuda:
                     rec("memory", n, form=label, bytes=torch.cuda.max_memory_allocated())
             except Exception as e:  # report and go on with the other forms
