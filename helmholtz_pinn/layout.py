@@ -191,6 +191,22 @@ def _named(axes, mesh: Mesh):
     return jax.tree.map(lambda s: NamedSharding(mesh, s), axes, is_leaf=lambda s: isinstance(s, P))
 
 
+# Per-step batches from this many points on get cuBLAS GEMMs instead of XLA's Triton GEMMs
+# on a GPU. H200, seed workload, 2026-12-01, us per step (Triton -> cuBLAS): 836 -> 780 at
+# 10k points, 2 176 -> 2 004 at 30k, 6 260 -> 5 475 at 100k; but 120 -> 208 at 200 and
+# 311 -> 347 for the default fit (batch 2048). docs/performance.md.
+CUBLAS_MIN_POINTS = 10000
+
+
+def compiler_options(spec: train.Spec) -> dict:
+    """XLA options of a block: on a GPU, cuBLAS GEMMs for batches of at least
+    :data:`CUBLAS_MIN_POINTS` points per device (``xla_gpu_enable_triton_gemm=False``);
+    none elsewhere. The arithmetic is the same float32 (``Precision.HIGHEST``)."""
+    if jax.default_backend() == "gpu" and spec.batch_size >= CUBLAS_MIN_POINTS:
+        return {"xla_gpu_enable_triton_gemm": False}
+    return {}
+
+
 @functools.lru_cache(maxsize=32)
 def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
     """The jitted block of ``n_steps`` steps for ``layout``, cached on (spec, n_steps,
@@ -199,7 +215,8 @@ def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
         return jax.jit(
             train.block_fn(
                 spec, n_steps, members=bool(layout.members), shared_problem=layout.shared_problem
-            )
+            ),
+            compiler_options=compiler_options(spec),
         )
     mesh = layout.mesh
     whole = NamedSharding(mesh, P())
@@ -208,12 +225,22 @@ def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
         block = train.block_fn(local, n_steps, axis_name=AXIS)
         axes = _problem_axes(layout)
         fn = _shard_map(block, mesh, in_specs=(P(), axes), out_specs=(P(), P()))
-        return jax.jit(fn, in_shardings=(whole, _named(axes, mesh)), out_shardings=(whole, whole))
+        return jax.jit(
+            fn,
+            in_shardings=(whole, _named(axes, mesh)),
+            out_shardings=(whole, whole),
+            compiler_options=compiler_options(local),
+        )
     block = train.block_fn(spec, n_steps, members=True, shared_problem=layout.shared_problem)
     template = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
     state_sh = _named(_state_axes(template, layout), mesh)
     problem_sh = _named(_problem_axes(layout), mesh)
-    return jax.jit(block, in_shardings=(state_sh, problem_sh), out_shardings=(state_sh, whole))
+    return jax.jit(
+        block,
+        in_shardings=(state_sh, problem_sh),
+        out_shardings=(state_sh, whole),
+        compiler_options=compiler_options(spec),
+    )
 
 
 def place(state, problem, layout: Layout):

@@ -102,10 +102,13 @@ def compile_block(spec, state, problem, steps: int):
     """(compiled scan block, seconds to trace, lower and compile): a fresh jit, no reuse."""
     import jax
 
+    from helmholtz_pinn import layout as placement
     from helmholtz_pinn import train
 
     t0 = time.perf_counter()
-    compiled = jax.jit(train.block_fn(spec, steps)).lower(state, problem).compile()
+    options = placement.compiler_options(spec)  # the library's GEMM choice by batch size
+    compiled = jax.jit(train.block_fn(spec, steps), compiler_options=options)
+    compiled = compiled.lower(state, problem).compile()
     return compiled, time.perf_counter() - t0
 
 
@@ -200,11 +203,12 @@ def repeat(fn, reps: int, per_call: int) -> tuple[float, float]:
 
 
 class Recorder:
-    """Prints JSON lines and appends them to a file."""
+    """Prints JSON lines and appends them to a file (a new run of a script adds to the
+    file; delete it to start afresh)."""
 
     def __init__(self, path: Path, impl: str, device: str):
         self.path, self.impl, self.device = path, impl, device
-        path.write_text("")
+        path.touch()
 
     def __call__(self, what: str, n: int, us=None, us_min=None, **config):
         rec = {

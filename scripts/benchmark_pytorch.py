@@ -247,7 +247,7 @@ def main(argv=None) -> None:
             ("eager, autograd Laplacian, loss.item() each step", "autograd", False),
             ("eager, forward-Laplacian, loss.item() each step", "fwdlap", False),
         ]
-        forms = [(label, form, False, None) for label, form in forms] * ("eager" in args.kinds)
+        forms = [(label, form, False, None) for label, form, _ in forms] * ("eager" in args.kinds)
         if cuda and "graph" in args.kinds:
             forms += [
                 ("CUDA graph, autograd Laplacian, fused Adam", "autograd", True, None),

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # name -> (XLA_FLAGS added to the environment, scan unroll)
 VARIANTS = {
     "default": ("", 1),
+    "library": ("", 1),  # the library's own options (layout.compiler_options)
     "unroll2": ("", 2),
     "unroll4": ("", 4),
     "cmdbuf_while": ("--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL", 1),
@@ -79,11 +80,15 @@ def one(name: str, steps: int, reps: int, sizes: list[str]) -> list[dict]:
     import jax
     import numpy as np
 
+    from helmholtz_pinn import layout as placement
+
     _, unroll = VARIANTS[name]
     rows = []
     for wl, (spec, state, prob) in workloads(sizes).items():
         t0 = time.perf_counter()
-        compiled = jax.jit(block(spec, steps, unroll)).lower(state, prob).compile()
+        options = placement.compiler_options(spec) if name == "library" else None
+        compiled = jax.jit(block(spec, steps, unroll), compiler_options=options)
+        compiled = compiled.lower(state, prob).compile()
         compile_s = time.perf_counter() - t0
         s, losses = compiled(state, prob)
         first = float(np.asarray(losses)[-1, 0])
