@@ -50,11 +50,12 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line; an unknown argument is an error of its subcommand, with the
-    nearest option of that subcommand as a suggestion."""
+    nearest option of that subcommand as a suggestion, as is an incomplete launch over
+    many processes."""
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
     if unknown:
-        sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
         options = [o for p in (parser, sub) for a in p._actions for o in a.option_strings]
         hints = [(w, _near(w, options) if w.startswith("-") else None) for w in unknown]
         if len(hints) == 1 and hints[0][1]:
@@ -62,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         words = [w + (f" (did you mean {n}?)" if n else "") for w, n in hints]
         sub.error(f"unrecognized argument{'s' * (len(hints) > 1)} {', '.join(words)}")
     if args.command == "invert" and (problem := _processes_problem(args)):
-        next(a for a in parser._actions if a.dest == "command").choices["invert"].error(problem)
+        sub.error(problem)
     return args
 
 
@@ -75,7 +76,8 @@ def _processes_problem(args: argparse.Namespace) -> str | None:
     if any(v is None for v in given):
         names = ("--coordinator", "--num-processes", "--process-id")
         missing = [n for n, v in zip(names, given, strict=True) if v is None]
-        return f"a launch over many processes needs all three of {', '.join(names)}; " + (
+        return (
+            f"a launch over many processes needs all three of {', '.join(names)}; "
             f"missing {', '.join(missing)}"
         )
     if args.process_id >= args.num_processes:

@@ -22,7 +22,7 @@ import pytest
 from helmholtz_pinn import cli
 
 H = 1.5e-3
-GRID = (10, 10, 4)  # 400 voxels, 4 z-slices
+GRID = (8, 8, 4)  # 256 voxels, 4 z-slices
 TINY = [
     *("--steps", "100", "--sync-interval", "20", "--pde-warmup", "20", "--mu-ref", "3000"),
     *("--width", "16", "--depth", "2", "--mu-width", "8", "--mu-depth", "1"),
@@ -37,7 +37,7 @@ RTOL = 1e-5
 
 @pytest.fixture(scope="module")
 def volume(tmp_path_factory):
-    """A plane shear wave (60 Hz, 3 kPa) on a 10 x 10 x 4 grid, one component."""
+    """A plane shear wave (60 Hz, 3 kPa) on an 8 x 8 x 4 grid, one component."""
     axes = np.meshgrid(*[np.arange(n) * H for n in GRID], indexing="ij")
     k = np.sqrt(1000 * (2 * np.pi * 60.0) ** 2 / 3000.0)
     u = np.exp(1j * k * (0.48 * axes[0] + 0.6 * axes[1] + 0.64 * axes[2]))
