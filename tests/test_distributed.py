@@ -3,10 +3,10 @@ gloo collectives on the CPU) give the one-process result: the slices of a volume
 across the processes, and one volume fitted data parallel across them.
 
 Each process is the CLI (``--coordinator --num-processes --process-id``) with one CPU
-device. The reference is the same command in this process on one device. Both modes do
+device. The reference is the same fit in this process on one device. Both modes do
 the same arithmetic in another order (members: a vmapped batch of 2 instead of 4;
 data parallel: a full batch, each process's half summed across the processes), so the
-maps agree to float32 rounding (measured ~1.5e-7 relative; asserted 1e-5).
+maps agree to float32 rounding (measured ~3e-7 relative; asserted 1e-5).
 """
 
 import json
@@ -33,6 +33,13 @@ MODES = {
     "data-parallel": ["--no-slicewise", "--batch-size", str(np.prod(GRID))],  # full batch
 }
 RTOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One compilation cache for every launch here (cold at first, as on CI): the
+    second launch loads what the first compiled (network initialisation, most ops)."""
+    return tmp_path_factory.mktemp("cache")
 
 
 @pytest.fixture(scope="module")
@@ -90,24 +97,41 @@ def launch(args: list, outs: list, timeout: float = 240) -> list[subprocess.Comp
     return done
 
 
+def reference(args: list):
+    """What ``invert ARGS`` computes in one process on one device (the library call the
+    command makes, without writing files or turning on the compilation cache here)."""
+    from helmholtz_pinn import data, inversion
+
+    parsed = cli.parse_args(["invert", *map(str, args)])
+    cfg = cli.config_from(parsed).replace(seed=parsed.seed)
+    return inversion.invert(
+        data.load(parsed.data[0]),
+        cfg,
+        slicewise=parsed.slicewise,
+        devices=1,
+        progress=False,
+        force=parsed.force,
+    )
+
+
+@pytest.mark.filterwarnings("ignore::helmholtz_pinn.metrics.FitQualityWarning")  # 100 steps
 @pytest.mark.parametrize("mode", MODES)
-def test_two_processes_give_the_one_process_result(mode, volume, tmp_path):
+def test_two_processes_give_the_one_process_result(mode, volume, cache, tmp_path):
     """members: 4 slices, 2 per process, one shared output folder with its checkpoints
     (each process saves its own shards). data-parallel: one 3-D fit, the voxels split
     over the processes; process 1 gets its own --out, which must stay empty."""
-    args = [volume, *MODES[mode], *TINY]
-    one = tmp_path / "one"
-    assert cli.main(["invert", *map(str, args), "--devices", "1", "--out", str(one)]) == 0
+    args = [volume, *MODES[mode], *TINY, "--cache-dir", cache]
     shared = mode == "members"
     outs = [tmp_path / "two"] * 2 if shared else [tmp_path / "two", tmp_path / "two_1"]
     procs = launch(args + (["--no-checkpoints"] if not shared else []), outs)
     two = outs[0]
     facts = json.loads((two / "metrics.json").read_text())
     assert (facts["parallel"], facts["devices"]) == (mode, 2)
-    with np.load(one / "mu.npz") as a, np.load(two / "mu.npz") as b:
-        assert a["mu"].shape == b["mu"].shape == (1, *GRID)  # (F, *grid)
-        assert np.isfinite(b["mu"]).all()
-        np.testing.assert_allclose(b["mu"], a["mu"], rtol=RTOL)
+    one = reference(args)
+    with np.load(two / "mu.npz") as saved:
+        assert one.mu.shape == saved["mu"].shape == (1, *GRID)  # (F, *grid)
+        assert np.isfinite(saved["mu"]).all()
+        np.testing.assert_allclose(saved["mu"], one.mu, rtol=RTOL)
     assert "wrote" in procs[0].stdout and "wrote" not in procs[1].stdout
     if shared:  # the two-process checkpoint was completed (not left as a temporary)
         assert (two / "checkpoints" / "100").is_dir()
