@@ -23,15 +23,17 @@ from helmholtz_pinn.cli_args import (  # noqa: F401 (build_parser: the docs and 
 )
 
 
-def _load_or_phantom(path: Path | None, out: Path):
+def _load_or_phantom(path: Path | None, out: Path, save: bool = True):
+    """The dataset at ``path``, or the built-in phantom (saved into ``out`` if ``save``)."""
     from helmholtz_pinn import data, phantoms
 
     if path is not None:
         return data.load(path)
     print("no DATA given: simulating the built-in four-target phantom", file=sys.stderr)
     dataset = phantoms.simulate_phantom("four-target")
-    out.mkdir(parents=True, exist_ok=True)
-    data.save(dataset, out / "phantom.npz")
+    if save:
+        out.mkdir(parents=True, exist_ok=True)
+        data.save(dataset, out / "phantom.npz")
     return dataset
 
 
@@ -64,27 +66,31 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_invert(args) -> int:
+    import jax
+
     from helmholtz_pinn import inversion, layout, logs, outputs
     from helmholtz_pinn.compile_cache import enable_compilation_cache
     from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 
-    layout.initialize_distributed()  # multi-host launch (docs/scaling.md); else a no-op
+    # many processes (docs/scaling.md): flags, environment or Slurm; else a no-op
+    layout.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    writer = jax.process_index() == 0  # every process fits; process 0 alone writes results
     cfg = config_from(args).replace(seed=args.seed)
     paths = args.data or [None]
     if args.slicewise and len(paths) != 1:
         raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
     fresh = not args.out.exists()
-    datasets = [_load_or_phantom(p, args.out) for p in paths]
+    datasets = [_load_or_phantom(p, args.out, save=writer) for p in paths]
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
-    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
+    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard and writer else None
     try:
         results = inversion.invert(
             datasets[0] if len(datasets) == 1 else datasets,
             cfg,
             slicewise=args.slicewise,
             devices=args.devices,
-            progress=not args.no_progress,
+            progress=not args.no_progress and writer,
             callback=board,
             checkpoint_dir=None if args.no_checkpoints else args.out / "checkpoints",
             resume="strict" if args.resume_strict else args.resume,
@@ -99,7 +105,8 @@ def cmd_invert(args) -> int:
             args.out.rmdir()
         raise
     except DivergenceError as err:
-        outputs.write_json(args.out / "failure.json", {"error": str(err)})
+        if writer:
+            outputs.write_json(args.out / "failure.json", {"error": str(err)})
         where = f"no result written; see {args.out / 'failure.json'}"
         print(f"helmholtz-pinn invert: error: {err} ({where})", file=sys.stderr)
         return EXIT_DIVERGED
@@ -110,9 +117,7 @@ def cmd_invert(args) -> int:
         dirs = outputs.result_dirs(args.out, paths)
     else:
         results, dirs = [results], [args.out]
-    import jax
-
-    if jax.process_index() == 0:  # one writer when several hosts run the same program
+    if writer:
         for result, out in zip(results, dirs, strict=True):
             result.save(out, nifti=args.nifti)
             _summary(result.metrics, out)

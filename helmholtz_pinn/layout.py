@@ -132,11 +132,20 @@ def plan(
     ``devices``: an int N (the first N visible devices) or None/"all": every visible
     device when the work splits well, else one: ``members`` >= the device count, or
     (one fit) every device still drawing ``DP_MIN_POINTS`` points per step, or a problem
-    that does not fit one device. ``rows`` voxel rows per problem of ``per_voxel`` bytes;
-    the memory needed per device is checked here.
+    that does not fit one device. Under many processes (:func:`initialize_distributed`)
+    every device of every process takes part: ``devices`` must be None/"all" or their
+    number. ``rows`` voxel rows per problem of ``per_voxel`` bytes; the memory needed
+    per device is checked here (on this process's first device).
     """
     visible = jax.devices()
     stacked = members if members and not shared_problem else 1
+    if jax.process_count() > 1:
+        if devices not in (None, "all", len(visible), str(len(visible))):
+            raise ConfigError(
+                f"devices={devices!r}, but under {jax.process_count()} processes every "
+                f"process's devices take part: use 'all' or {len(visible)}"
+            )
+        devices = len(visible)
     if devices in (None, "all"):
         n = len(visible)
         if members:
@@ -162,7 +171,7 @@ def plan(
     if data_parallel and rows < n:
         raise ConfigError(f"a problem of {rows} voxels cannot be split over {n} devices")
     per_device = math.ceil(rows / n) if data_parallel else rows * math.ceil(stacked / n)
-    check_device_memory(per_device, per_voxel, device=chosen[0])
+    check_device_memory(per_device, per_voxel, device=jax.local_devices()[0])
     return Layout(tuple(chosen), members, shared_problem, data_parallel)
 
 
@@ -327,29 +336,44 @@ def _shard_map(fn, mesh, in_specs, out_specs):
     return shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
 
 
-def initialize_distributed() -> bool:
-    """Start multi-host JAX (one process per host) before any other JAX call.
+def initialize_distributed(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> bool:
+    """Start JAX's multi-controller runtime (one process per host, or several on one
+    host) before any other JAX call: ``jax.distributed.initialize``.
 
-    Reads ``JAX_COORDINATOR_ADDRESS`` (host:port of process 0), ``JAX_NUM_PROCESSES``
-    and ``JAX_PROCESS_ID``; under Slurm or Open MPI with more than one task and none of
-    them set, JAX detects them itself. Returns False (and does nothing) outside such an
-    environment; True once initialised (a second call does nothing).
+    The launch is given by the arguments (the CLI's ``--coordinator HOST:PORT
+    --num-processes P --process-id I``; all three or none), else by
+    ``JAX_COORDINATOR_ADDRESS`` (host:port of process 0), ``JAX_NUM_PROCESSES`` and
+    ``JAX_PROCESS_ID``; in a Slurm job step (``srun``) or under Open MPI with more
+    than one task and none of them set, JAX detects them itself (one GPU per task).
+    Returns False (and does nothing) outside such a launch; True once initialised (a
+    second call does nothing). On the CPU the collectives between processes are
+    gloo's (this JAX's default).
     """
-    env = os.environ
     if jax.distributed.is_initialized():
         return True
-    if "JAX_NUM_PROCESSES" in env or "JAX_PROCESS_ID" in env:
+    env = os.environ
+    given = (coordinator, num_processes, process_id)
+    if all(v is None for v in given) and ("JAX_NUM_PROCESSES" in env or "JAX_PROCESS_ID" in env):
         names = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
         missing = [k for k in names if k not in env]
         if missing:
             raise ConfigError(f"multi-host launch: set {missing} too (see docs/scaling.md)")
+        given = (env[names[0]], int(env[names[1]]), int(env[names[2]]))
+    if any(v is not None for v in given):
+        if any(v is None for v in given):
+            raise ConfigError(
+                "a launch over many processes needs coordinator, num_processes and "
+                f"process_id; got {given}"
+            )
         jax.distributed.initialize(
-            coordinator_address=env["JAX_COORDINATOR_ADDRESS"],
-            num_processes=int(env["JAX_NUM_PROCESSES"]),
-            process_id=int(env["JAX_PROCESS_ID"]),
+            coordinator_address=given[0], num_processes=given[1], process_id=given[2]
         )
         return True
-    tasks = env.get("SLURM_NTASKS") if "SLURM_JOB_ID" in env else None
+    # an srun job step (not the batch script itself, whose SLURM_NTASKS counts the
+    # allocation's tasks while it runs alone), or mpirun
+    tasks = env.get("SLURM_STEP_NUM_TASKS") if "SLURM_JOB_ID" in env else None
     tasks = tasks or env.get("OMPI_COMM_WORLD_SIZE")
     if tasks is not None and tasks.isdigit() and int(tasks) > 1:
         jax.distributed.initialize()

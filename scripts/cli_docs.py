@@ -80,7 +80,10 @@ saves it as `OUT/phantom.npz`). Each `--field-name` option sets the `Config` fie
 that name ([api.md](api.md#config) gives the units). After the fit every failed
 plausibility check (`fit_quality` in `metrics.json`, see
 [getting-started.md](getting-started.md#fit-quality)) is printed as a `warning:` line on
-stderr; the exit status stays 0.
+stderr; the exit status stays 0. With `--coordinator HOST:PORT --num-processes P
+--process-id I` (or under Slurm) P processes run one fit together, the slices or files
+split across them or one dataset data parallel; only process 0 writes the results
+([scaling.md](scaling.md#many-processes)).
 
 ```
 helmholtz-pinn invert phantom.npz --out run1

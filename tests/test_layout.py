@@ -183,9 +183,13 @@ def test_initialize_distributed_needs_a_launcher(monkeypatch):
         "JAX_PROCESS_ID",
         "SLURM_JOB_ID",
         "SLURM_NTASKS",
+        "SLURM_STEP_NUM_TASKS",
         "OMPI_COMM_WORLD_SIZE",
     ):
         monkeypatch.delenv(key, raising=False)
+    assert layout.initialize_distributed() is False
+    monkeypatch.setenv("SLURM_JOB_ID", "7")  # an sbatch script of 4 tasks, before srun:
+    monkeypatch.setenv("SLURM_NTASKS", "4")  # it runs alone, so nothing to coordinate
     assert layout.initialize_distributed() is False
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "1")  # one process: nothing to coordinate
     assert layout.initialize_distributed() is False
