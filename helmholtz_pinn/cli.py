@@ -161,7 +161,7 @@ COMMANDS = dict(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from helmholtz_pinn.errors import HelmholtzPinnError
-    from helmholtz_pinn.metrics import FitQualityWarning
+    from helmholtz_pinn.quality import FitQualityWarning
 
     try:
         with warnings.catch_warnings():  # _summary prints failed checks, once per result

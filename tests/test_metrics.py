@@ -13,15 +13,14 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.inversion import invert
 from helmholtz_pinn.metrics import (
-    QUALITY_CHECKS,
-    FitQualityWarning,
     contrast_transfer,
     evaluate,
-    fit_quality,
+    interior_mask,
     pearson_r,
     region_medians,
     relative_error_map,
 )
+from helmholtz_pinn.quality import QUALITY_CHECKS, FitQualityWarning, fit_quality
 from helmholtz_pinn.result import make_result
 
 # A 2x3 grid: background (1) on the first row, target 2 and target 3 on the second.
