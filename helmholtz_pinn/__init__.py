@@ -21,6 +21,7 @@ MODULES = (
     "data",
     "stencils",
     "readers",
+    "presets",
     "scanner",
     "scalar_fd",
     "phantoms",

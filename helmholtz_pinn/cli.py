@@ -125,7 +125,12 @@ def cmd_baseline(args) -> int:
     dataset = data.load(args.data)
     notes = plausibility.check(dataset, force=args.force)
     res = result.baseline_result(
-        dataset, args.method, smoothing=args.smoothing, sigma=args.sigma, window=args.window
+        dataset,
+        args.method,
+        smoothing=args.smoothing,
+        sigma=args.sigma,
+        window=args.window,
+        margin=args.metric_margin,
     )
     res.metrics["notes"] = res.metrics.get("notes", []) + notes
     res.save(args.out)
@@ -147,7 +152,7 @@ def _summary(facts: dict, out: Path) -> None:
 def cmd_convert(args) -> int:
     from helmholtz_pinn.scanner import convert
 
-    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit")
+    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit", "phase", "preset")
     dataset = convert(args.inputs, **{k: getattr(args, k) for k in keys})
     _write_dataset(dataset, args.out)
     return 0

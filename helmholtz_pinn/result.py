@@ -167,13 +167,15 @@ def baseline_result(
     smoothing: str | None = None,
     sigma: float | None = None,
     window: int = 7,
+    margin: int = 0,
 ) -> Result:
     """A classical baseline of :mod:`helmholtz_pinn.baselines` as a Result (mu in Pa).
 
     ``method``: "ahi" (MDEV inversion of u, any number of components) or "curl-mdev"
     (of curl u: needs the 3 components along x, y, z). ``smoothing`` and ``sigma``
     (voxels) default to the method's: none and 1 for ahi, gaussian and 2 for curl-mdev;
-    ``window`` (voxels) is the Savitzky-Golay window. The facts hold ``method``,
+    ``window`` (voxels) is the Savitzky-Golay window; ``margin`` (voxels) leaves the
+    mask's rim out of the metrics (see :func:`make_result`). The facts hold ``method``,
     ``baseline_settings`` (:func:`~helmholtz_pinn.baselines.baseline_settings`),
     ``wall_time_s`` and ``fit_quality`` (see :func:`quality_checks`).
 
@@ -200,7 +202,7 @@ def baseline_result(
     except ValueError as err:  # InputError (and any ValueError): name the method, one line
         raise InputError(f"baseline {method}: {err}") from None
     facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)
-    return make_result(dataset, settings, mu[None], dataset.u, facts)
+    return make_result(dataset, settings, mu[None], dataset.u, facts, margin=margin)
 
 
 def quality_checks(
