@@ -9,7 +9,10 @@ Sources (read by :mod:`helmholtz_pinn.readers`, whose public names are re-export
   down in a struct) or arguments.
 - NIfTI: one complex (or real multi-phase) volume, a real + imaginary pair or a
   magnitude + phase pair (phase in radians). Spacing comes from the header zooms in the
-  header's unit (mm when the header says "unknown"), converted to metres.
+  header's unit (mm when the header says "unknown"), converted to metres; the header's
+  affine (mm) becomes the dataset's ``affine``.
+- Known MATLAB layouts (``preset``, :mod:`helmholtz_pinn.presets`): "bioqic" for
+  BIOQIC/MDEV-style 6-D phase arrays.
 
 Layout. ``axes`` names each axis of the wave array in order (MATLAB's order for
 ``.mat``, NIfTI's i, j, k, t, ... order for NIfTI): ``x``, ``y``, ``z`` = grid,
