@@ -25,7 +25,7 @@ from helmholtz_pinn.loop import HostState
 from helmholtz_pinn.train import TrainState
 
 # fields that may differ between the run that saved and the run that resumes
-RESUMABLE_CHANGES = ("steps", "checkpoint_every")
+RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin")
 
 
 def fingerprint(datasets: Sequence[Dataset]) -> dict:

@@ -130,7 +130,12 @@ def cmd_baseline(args) -> int:
     dataset = data.load(args.data)
     notes = plausibility.check(dataset, force=args.force)
     res = result.baseline_result(
-        dataset, args.method, smoothing=args.smoothing, sigma=args.sigma, window=args.window
+        dataset,
+        args.method,
+        smoothing=args.smoothing,
+        sigma=args.sigma,
+        window=args.window,
+        margin=args.metric_margin,
     )
     res.metrics["notes"] = res.metrics.get("notes", []) + notes
     res.save(args.out)
@@ -152,7 +157,7 @@ def _summary(facts: dict, out: Path) -> None:
 def cmd_convert(args) -> int:
     from helmholtz_pinn.scanner import convert
 
-    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit")
+    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit", "phase", "preset")
     dataset = convert(args.inputs, **{k: getattr(args, k) for k in keys})
     _write_dataset(dataset, args.out)
     return 0
@@ -166,7 +171,7 @@ COMMANDS = dict(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from helmholtz_pinn.errors import HelmholtzPinnError
-    from helmholtz_pinn.metrics import FitQualityWarning
+    from helmholtz_pinn.quality import FitQualityWarning
 
     try:
         with warnings.catch_warnings():  # _summary prints failed checks, once per result

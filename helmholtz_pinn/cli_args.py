@@ -235,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
     base.add_argument("--out", type=Path, required=True, help="output folder")
     base.add_argument("--force", action="store_true", help="run even if implausible (see invert)")
+    base.add_argument("--metric-margin", type=int, default=0, help="as for invert (voxels)")
 
     conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
     conv.add_argument(
@@ -260,6 +261,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="m",
         choices=["m", "mm"],
         help="unit of --spacing and of spacing read from MAT files",
+    )
+    conv.add_argument(  # choices: readers.PHASE_MODES, presets.PRESETS (not imported here)
+        "--phase",
+        choices=["auto", "time", "space", "unwrapped"],
+        help="the t-axis images are MR phase in radians: unwrap along time, over space, not "
+        "at all (unwrapped) or auto (unwrapped if |phase| > pi, else time); offset and "
+        "drift are removed (default: auto for a mag/phase NIfTI pair with t, else none)",
+    )
+    conv.add_argument(
+        "--preset",
+        choices=["bioqic"],
+        help="known MATLAB layout: bioqic = BIOQIC/MDEV 6-D phase [rows, columns, slices, "
+        "time steps, components, frequencies], its variable names and info struct",
     )
     return parser
 

@@ -64,6 +64,11 @@ class Config:
       checkpoint_every: blocks between checkpoints when a checkpoint folder is given.
       ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
         vmapped program; the result is their mean modulus and its standard deviation.
+      metric_margin: voxels of the mask's rim left out of the accuracy metrics and the
+        clinical medians of metrics.json (a voxel is scored when every voxel within this
+        many steps, diagonals included, is in the mask and on the grid; holes in the mask
+        count as outside; in-plane only for slicewise fits); 0 scores the whole mask. It
+        does not change the fit.
       seed: seeds the network initialisation and the collocation sampling.
     """
 
@@ -94,6 +99,7 @@ class Config:
     max_retries: int = 3
     checkpoint_every: int = 10
     ensemble: int = 1
+    metric_margin: int = 0
     seed: int = 0
 
     def __post_init__(self):
@@ -130,6 +136,10 @@ class Config:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"config.{name} must be > 0 or None; got {value!r}")
+        if not isinstance(self.metric_margin, int) or self.metric_margin < 0:
+            raise ConfigError(
+                f"config.metric_margin must be an integer >= 0 voxels; got {self.metric_margin!r}"
+            )
         if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
             raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import checkpoint, layout, loop, metrics, plausibility, train
+from helmholtz_pinn import checkpoint, layout, loop, metrics, plausibility, quality, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset, z_slices
 from helmholtz_pinn.errors import InputError
@@ -93,6 +93,8 @@ def invert(
     data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
     chosen = slicewise is None and auto_slicewise(data, cfg)
     slicewise = bool(slicewise) or chosen
+    for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
+        metrics.interior_mask(d.mask, cfg.metric_margin, (0, 1) if slicewise else None)
     datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
     stacked = len(datasets) > 1 or slicewise
     estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
@@ -128,7 +130,7 @@ def _warn_short(result: Result) -> Result:
     """Warn (FitQualityWarning) once per call for a short-run note of ``result``."""
     for note in result.metrics.get("notes", []):
         if note.startswith(SHORT_RUN):
-            warnings.warn(note, metrics.FitQualityWarning, stacklevel=3)
+            warnings.warn(note, quality.FitQualityWarning, stacklevel=3)
     return result
 
 
@@ -309,7 +311,7 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
     no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
     ended inside the PDE warm-up or before the learning-rate schedule could act, and the
     facts' assumption / slicewise choice. The warm-up note also comes as a
-    :class:`~helmholtz_pinn.metrics.FitQualityWarning` (from :func:`invert`)."""
+    :class:`~helmholtz_pinn.quality.FitQualityWarning` (from :func:`invert`)."""
     planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
     ran, notes = facts["steps"], []
     if facts.get("resumed_from_step") is not None:

@@ -3,8 +3,8 @@
 :func:`make_result` is the one place a :class:`Result` is built: from the modulus maps
 of one or more members (ensemble seeds), whose mean is the answer and whose spread is
 ``mu_std``. Every Result's facts carry ``fit_quality``, the plausibility checks of
-:func:`helmholtz_pinn.metrics.fit_quality`; each failed check is also a
-:class:`~helmholtz_pinn.metrics.FitQualityWarning`.
+:func:`helmholtz_pinn.quality.fit_quality`; each failed check is also a
+:class:`~helmholtz_pinn.quality.FitQualityWarning`.
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ class Result:
         ``nifti=True`` also writes the clinical maps of :mod:`helmholtz_pinn.clinical`
         (G', G'', |G*|, phi, c, a, a/omega) as ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz``
         and the mask as ``OUT/maps/mask.nii.gz``, with the dataset's voxel size in mm
-        and ``affine`` (4x4, mm: :func:`helmholtz_pinn.scanner.grid_affine` of a NIfTI
-        input) or a diagonal one (:func:`helmholtz_pinn.outputs.nifti_affine`).
+        and the orientation and origin of ``affine`` (4x4, mm), by default the dataset's
+        (``Dataset.affine``: set by :func:`helmholtz_pinn.scanner.convert` from a NIfTI
+        input), else a diagonal one (:func:`helmholtz_pinn.outputs.nifti_affine`).
         """
         from helmholtz_pinn import clinical, figures, outputs
         from helmholtz_pinn.errors import InputError
@@ -92,6 +93,7 @@ class Result:
             data = self.dataset
             maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim)
             maps["mask"] = (self.mask, "mask: fitted voxels are 1")
+            affine = data.affine if affine is None else affine
             outputs.write_nifti_maps(out, maps, data.spacing, affine=affine)
         return out
 
@@ -110,27 +112,39 @@ def make_result(
     facts: dict,
     history: list[dict] | None = None,
     state=None,
+    *,
+    margin: int | None = None,
 ) -> Result:
     """A Result from member maps ``mus`` (E, F, *grid) or (E, *grid) in Pa (E >= 1) and
     the fitted field ``u_fit``: mu is their mean, mu_std their spread (E > 1); accuracy
     metrics against the dataset's ground truth, the ``clinical`` medians
     (:func:`helmholtz_pinn.clinical.summaries`: over the mask and per region) and the
     ``fit_quality`` checks (:func:`quality_checks`) are added to ``facts``; a failed
-    check is warned about."""
-    from helmholtz_pinn import clinical, metrics
+    check is warned about.
+
+    ``margin`` (default: the config's ``metric_margin``, else 0) leaves a rim of that many
+    voxels inside the mask out of the accuracy metrics and the clinical medians
+    (:func:`helmholtz_pinn.metrics.interior_mask`; in-plane only for a slicewise fit,
+    whose slices have no z edge); ``metric_margin`` and ``metric_voxels`` (the voxels
+    scored) are recorded in the facts. The fit-quality checks use the whole mask."""
+    from helmholtz_pinn import clinical, metrics, quality
 
     mus = np.asarray(mus)
     mu = mus.mean(axis=0)
     mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if len(mus) > 1 else None
-    facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
+    margin = getattr(config, "metric_margin", 0) if margin is None else margin
+    axes = (0, 1) if facts.get("mode") == "slicewise" else None
+    scored = metrics.interior_mask(dataset.mask, margin, axes)
+    facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset, margin=margin, axes=axes)}
+    facts.update(metric_margin=int(margin), metric_voxels=int(scored.sum()))
     facts["clinical"] = clinical.summaries(
-        mu, dataset.frequency, dataset.rho, dataset.mask, dataset.regions
+        mu, dataset.frequency, dataset.rho, scored, dataset.regions
     )
     facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history)
     for check in facts["fit_quality"]:
         if not check["passed"]:
             message = f"fit quality: {check['name']}: {check['message']}"
-            warnings.warn(message, metrics.FitQualityWarning, stacklevel=2)
+            warnings.warn(message, quality.FitQualityWarning, stacklevel=2)
     return Result(
         mu=mu,
         u_fit=u_fit,
@@ -153,13 +167,15 @@ def baseline_result(
     smoothing: str | None = None,
     sigma: float | None = None,
     window: int = 7,
+    margin: int = 0,
 ) -> Result:
     """A classical baseline of :mod:`helmholtz_pinn.baselines` as a Result (mu in Pa).
 
     ``method``: "ahi" (MDEV inversion of u, any number of components) or "curl-mdev"
     (of curl u: needs the 3 components along x, y, z). ``smoothing`` and ``sigma``
     (voxels) default to the method's: none and 1 for ahi, gaussian and 2 for curl-mdev;
-    ``window`` (voxels) is the Savitzky-Golay window. The facts hold ``method``,
+    ``window`` (voxels) is the Savitzky-Golay window; ``margin`` (voxels) leaves the
+    mask's rim out of the metrics (see :func:`make_result`). The facts hold ``method``,
     ``baseline_settings`` (:func:`~helmholtz_pinn.baselines.baseline_settings`),
     ``wall_time_s`` and ``fit_quality`` (see :func:`quality_checks`).
 
@@ -186,13 +202,13 @@ def baseline_result(
     except ValueError as err:  # InputError (and any ValueError): name the method, one line
         raise InputError(f"baseline {method}: {err}") from None
     facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)
-    return make_result(dataset, settings, mu[None], dataset.u, facts)
+    return make_result(dataset, settings, mu[None], dataset.u, facts, margin=margin)
 
 
 def quality_checks(
     dataset: Dataset, config: Any, mu: np.ndarray, facts: dict, history: list[dict] | None
 ) -> list[dict]:
-    """The ``fit_quality`` entry of a Result's facts (:func:`metrics.fit_quality`).
+    """The ``fit_quality`` entry of a Result's facts (:func:`quality.fit_quality`).
 
     A PINN fit (``config`` a :class:`~helmholtz_pinn.config.Config`) runs every check:
     against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
@@ -202,7 +218,7 @@ def quality_checks(
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
     ``modulus_range``, against the AHI estimate of the data as the reference.
     """
-    from helmholtz_pinn import baselines, metrics
+    from helmholtz_pinn import baselines, quality
     from helmholtz_pinn.config import Config
 
     pinn = isinstance(config, Config)
@@ -213,8 +229,8 @@ def quality_checks(
         except ValueError:  # no finite AHI modulus in the mask: the check says skipped
             estimate = None
     if not pinn:
-        return metrics.fit_quality(mu, dataset.mask, estimate, checks=("modulus_range",))
-    return metrics.fit_quality(
+        return quality.fit_quality(mu, dataset.mask, estimate, checks=("modulus_range",))
+    return quality.fit_quality(
         mu,
         dataset.mask,
         facts.get("mu_ref_pa"),

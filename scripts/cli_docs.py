@@ -106,17 +106,22 @@ helmholtz-pinn baseline slab.npz --method curl-mdev --out curl
 ```
 """,
     "convert": """\
-Turns scanner exports into a dataset `.npz`: MATLAB `.mat` (v5, or v7.3/HDF5 `.mat`/`.h5`)
+Turns scanner exports into a dataset `.npz`: MATLAB `.mat` (v5, or v7.3 `.mat`/`.h5`)
 or NIfTI (one complex volume, a real + imaginary pair, or a magnitude + phase pair in
 radians). `--axes` names each axis of the wave array (`x y z` grid, `c` component,
 `f` frequency, `t` phase offset: real multi-phase images are reduced to their first
 temporal harmonic, `-` a length-1 axis to drop). Frequency (Hz) and spacing are read
-from the file when present; the options override it.
+from the file when present; the options override it. `--phase` treats the `t` images as
+MR phase in radians (unwrapped, offset and drift removed); `--preset bioqic` reads
+BIOQIC/MDEV 6-D phase arrays with their variable names and `info` struct
+([data-format.md](data-format.md#bioqic-and-mdev-style-files---preset-bioqic)). A NIfTI
+input's affine is kept in the dataset, so `invert --nifti` maps overlay it.
 
 ```
 helmholtz-pinn convert scan.mat --variable U --axes xycf --frequency 60 80 100 \\
     --spacing 1 1 --spacing-unit mm --out scan.npz
 helmholtz-pinn convert wave_real.nii.gz wave_imag.nii.gz --frequency 60 --out scan.npz
+helmholtz-pinn convert phantom_unwrapped_dejittered.mat --preset bioqic --out phantom.npz
 ```
 """,
 }

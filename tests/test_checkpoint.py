@@ -15,7 +15,7 @@ from helmholtz_pinn.inversion import invert
 
 CFG = Config(**{**SMALL, "checkpoint_every": 1})  # 2 blocks of 5 steps, saved after each
 RUN = dict(progress=False, devices=1)
-pytestmark = pytest.mark.filterwarnings("ignore::helmholtz_pinn.metrics.FitQualityWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::helmholtz_pinn.quality.FitQualityWarning")
 
 
 def _stop_after_first_block(record):

@@ -292,6 +292,15 @@ def test_baseline_methods_write_the_same_outputs(tmp_path, method, function, smo
     assert (out / "modulus.png").stat().st_size > 1000
 
 
+def test_baseline_metric_margin_scores_the_interior(tmp_path):
+    out = tmp_path / "m"
+    args = ["baseline", str(shear_waves(tmp_path)), "--out", str(out), "--metric-margin", "2"]
+    assert cli_module.main(args) == 0
+    facts = json.loads((out / "metrics.json").read_text())
+    assert facts["metric_margin"] == 2 and facts["metric_voxels"] == 20 * 20  # of 24 x 24
+    assert cli_module.main([*args[:-1], "12"]) == 2  # nothing left: one-line error
+
+
 def test_curl_mdev_needs_three_components(tmp_path, capsys):
     out = tmp_path / "o"
     path = shear_waves(tmp_path, components=2)
@@ -324,7 +333,9 @@ def test_invert_nifti_writes_the_clinical_maps(phantom, tmp_path):
     G' values are the mu.npz map."""
     nib = pytest.importorskip("nibabel")
     out = tmp_path / "nii"
-    cli("invert", phantom, "--out", out, "--nifti", *TINY)
+    cli("invert", phantom, "--out", out, "--nifti", "--metric-margin", "3", *TINY)
+    facts = json.loads((out / "metrics.json").read_text())
+    assert facts["metric_margin"] == 3 and facts["metric_voxels"] == 58 * 58  # 64 x 64 grid
     maps = sorted(p.name for p in (out / "maps").glob("*.nii.gz"))
     assert "mask.nii.gz" in maps and len(maps) > 2
     storage = sorted(m for m in maps if m.startswith("storage_Pa_"))

@@ -11,7 +11,7 @@ import pytest
 from settings import plane_wave_dataset
 
 from helmholtz_pinn import clinical, outputs
-from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.data import Dataset, load, save
 from helmholtz_pinn.errors import MissingDependencyError
 from helmholtz_pinn.result import Result, make_result
 from helmholtz_pinn.scanner import convert, grid_affine
@@ -125,11 +125,12 @@ def test_nifti_keeps_the_input_affine_3d(tmp_path, rng):
     nib.save(nib.Nifti1Image(wave.astype(np.complex64), affine), tmp_path / "wave.nii.gz")
     data = convert(tmp_path / "wave.nii.gz", frequency=50.0)
     np.testing.assert_allclose(data.spacing, [2e-3, 2e-3, 3e-3])
+    np.testing.assert_allclose(grid_affine(tmp_path / "wave.nii.gz"), affine)
+    np.testing.assert_allclose(data.affine, affine)  # carried by the dataset (and its .npz)
+    data = load(save(data, tmp_path / "wave.npz"))
     mu = np.full((1, *shape), 3000.0 + 1000j)
-    data = Dataset(data.u, data.frequency, data.spacing, mu=mu)
-    source = grid_affine(tmp_path / "wave.nii.gz")
-    np.testing.assert_allclose(source, affine)
-    _result(data).save(tmp_path / "out", nifti=True, affine=source)
+    data = Dataset(data.u, data.frequency, data.spacing, mu=mu, affine=data.affine)
+    _result(data).save(tmp_path / "out", nifti=True)  # the dataset's affine by default
     img = nib.load(tmp_path / "out" / "maps" / "speed_m_per_s_50Hz.nii.gz")
     assert img.shape == shape and img.header.get_zooms() == pytest.approx((2.0, 2.0, 3.0))
     np.testing.assert_allclose(img.affine, affine, atol=1e-6)

@@ -29,8 +29,8 @@ def _xyzcf(u):
 
 
 def _write_mat73(path, variables):
-    """Mimic MATLAB v7.3: HDF5 with a 512-byte user block, reversed axes, complex as
-    a ('real', 'imag') compound, numeric scalars as (1, 1)."""
+    """Mimic MATLAB v7.3: HDF5 with a 512-byte user block holding MATLAB's header,
+    reversed axes, complex as a ('real', 'imag') compound, numeric scalars as (1, 1)."""
     with h5py.File(path, "w", userblock_size=512) as f:
         for name, value in variables.items():
             a = np.atleast_2d(np.asarray(value))
@@ -45,8 +45,8 @@ def _write_mat73(path, variables):
             ds.attrs["MATLAB_class"] = np.bytes_("double")
         text = f.create_dataset("note", data=np.frombuffer(b"h\0i\0", "<u2")[:, None])
         text.attrs["MATLAB_class"] = np.bytes_("char")
-    with open(path, "r+b") as f:
-        f.write(b"MATLAB 7.3 MAT-file, Platform: GLNXA64")
+    with open(path, "r+b") as f:  # MATLAB's 128-byte header: text, subsystem, v2.0, "IM"
+        f.write(b"MATLAB 7.3 MAT-file, Platform: GLNXA64".ljust(116) + b" " * 8 + b"\x00\x02IM")
 
 
 # --- MATLAB v5 ---

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helmholtz_pinn.data import Dataset, DatasetError, load, save
+from helmholtz_pinn.data import Dataset, DatasetError, load, save, z_slices
 
 
 def _u(rng, shape, dtype=np.complex128):
@@ -22,7 +22,7 @@ def _fields(rng, grid=(6, 5), n_freq=2, n_comp=3):
 
 
 def _assert_same(a: Dataset, b: Dataset) -> None:
-    for field in ("u", "frequency", "spacing", "mask", "mu", "regions"):
+    for field in ("u", "frequency", "spacing", "mask", "mu", "regions", "affine"):
         x, y = getattr(a, field), getattr(b, field)
         if x is None:
             assert y is None, field
@@ -102,6 +102,9 @@ BAD_FIELDS = {
     "rho negative": ("rho", lambda r: {"rho": -1000.0}),
     "rho NaN": ("rho", lambda r: {"rho": np.nan}),
     "rho array": ("rho", lambda r: {"rho": np.array([1000.0, 1000.0])}),
+    "affine shape": ("affine", lambda r: {"affine": np.eye(3)}),
+    "affine last row": ("affine", lambda r: {"affine": np.ones((4, 4))}),
+    "affine singular": ("affine", lambda r: {"affine": np.diag([1.0, 1.0, 0.0, 1.0])}),
 }
 
 
@@ -127,6 +130,7 @@ def test_round_trip(tmp_path, rng, grid):
         mu=3e3 + 1j * rng.random((2, *grid)),
         regions=regions,
         rho=1050.0,
+        affine=np.array([[0, -2, 0, 10], [1.5, 0, 0, -5], [0, 0, 3, 2], [0, 0, 0, 1.0]]),
     )
     minimal = Dataset(**_fields(rng, grid))
     for d in (full, minimal):
@@ -281,3 +285,15 @@ def test_malformed_file_only_raises_dataset_error(tmp_path_factory, fields):
     except DatasetError:
         return
     assert d.u.ndim in (4, 5) and np.isfinite(d.u).all()
+
+
+def test_z_slices_move_the_affine_origin_along_z(rng):
+    """Slice k of a volume lies k voxels along the affine's third column."""
+    affine = np.array([[0, -2, 0, 10], [1.5, 0, 0, -5], [0, 0, 3, 2], [0, 0, 0, 1.0]])
+    mask = np.ones((5, 7, 3), bool)
+    mask[..., 1] = False  # an empty slice is left out
+    volume = Dataset(**_fields(rng, (5, 7, 3)), mask=mask, affine=affine)
+    slices, keep = z_slices(volume)
+    assert keep == [0, 2]
+    np.testing.assert_allclose(slices[1].affine[:3, 3], [10, -5, 2 + 2 * 3])
+    np.testing.assert_allclose(slices[1].affine[:3, :3], affine[:3, :3])

@@ -13,15 +13,14 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.inversion import invert
 from helmholtz_pinn.metrics import (
-    QUALITY_CHECKS,
-    FitQualityWarning,
     contrast_transfer,
     evaluate,
-    fit_quality,
+    interior_mask,
     pearson_r,
     region_medians,
     relative_error_map,
 )
+from helmholtz_pinn.quality import QUALITY_CHECKS, FitQualityWarning, fit_quality
 from helmholtz_pinn.result import make_result
 
 # A 2x3 grid: background (1) on the first row, target 2 and target 3 on the second.
@@ -193,6 +192,55 @@ def test_evaluate_rejects_bad_shapes():
         evaluate(PRED3[:2], make_dataset())
     with pytest.raises(ValueError, match="frequencies"):
         evaluate(np.stack([PRED3] * 3), make_dataset(mu=np.stack([TRUE3] * 2), n_freq=2))
+
+
+# --- a margin inside the mask ----------------------------------------------------------
+
+
+def test_interior_mask_leaves_out_the_rim_and_the_rim_of_a_hole():
+    """7 x 7 mask with a hole at the centre; margin 1 keeps the 5 x 5 interior less the
+    3 x 3 box around the hole (diagonals count): 25 - 9 = 16 voxels."""
+    mask = np.ones((7, 7), bool)
+    mask[3, 3] = False
+    inner = interior_mask(mask, 1)
+    expected = np.zeros((7, 7), bool)
+    expected[1:6, 1:6] = True
+    expected[2:5, 2:5] = False
+    np.testing.assert_array_equal(inner, expected)
+    rows_only = interior_mask(mask, 1, axes=(0,))  # along axis 0: rows 0 and 6, the hole's column
+    assert rows_only.sum() == 5 * 7 - 3 and not rows_only[2:5, 3].any()
+    assert interior_mask(mask, 0).sum() == 48
+    with pytest.raises(ValueError, match="largest margin that leaves some is 1"):
+        interior_mask(mask, 2)
+    with pytest.raises(ValueError, match=">= 0"):
+        interior_mask(mask, -1)
+
+
+def test_evaluate_with_a_margin_scores_only_the_interior():
+    """Exact inside, 50 % off on the one-voxel rim: margin 1 gives a zero error."""
+    truth = np.full((6, 6), 3000.0 + 0j)
+    pred = truth * 1.5
+    pred[1:5, 1:5] = truth[1:5, 1:5]
+    data = make_dataset(mu=truth, regions=None, mask=np.ones((6, 6), bool))
+    assert evaluate(pred, data)["median_rel_error_storage"] == pytest.approx(0.5)  # 20 of 36
+    assert evaluate(pred, data, margin=1)["median_rel_error_storage"] == 0.0
+    assert evaluate(pred, data, margin=1)["mean_rel_error_storage"] == 0.0
+
+
+def test_invert_refuses_a_margin_that_leaves_nothing_before_fitting():
+    with pytest.raises(ValueError, match="metric margin of 9 .* largest .* is 7"):
+        invert(plane_wave_dataset(), Config(**SMALL, metric_margin=9))
+
+
+def test_make_result_margin_is_in_plane_for_a_slicewise_fit():
+    """A 6 x 6 x 3 volume, margin 1: a 3-D fit scores the 4 x 4 x 1 interior, a
+    slicewise one (no z edge) 4 x 4 voxels on every slice."""
+    truth = np.full((1, 6, 6, 3), 3000.0 + 0j)
+    data = Dataset(np.ones((1, 1, 6, 6, 3), complex), [60.0], [1e-3] * 3, mu=truth)
+    for facts, voxels in (({}, 16), ({"mode": "slicewise"}, 48)):
+        result = make_result(data, {"method": "ahi"}, truth, data.u, facts, margin=1)
+        assert result.metrics["metric_voxels"] == voxels
+        assert result.metrics["metric_margin"] == 1
 
 
 # --- fit quality ---------------------------------------------------------------------

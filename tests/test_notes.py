@@ -6,7 +6,7 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn import inversion
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.metrics import FitQualityWarning
+from helmholtz_pinn.quality import FitQualityWarning
 
 
 def test_notes_name_rounding_early_stop_warmup_and_schedule():

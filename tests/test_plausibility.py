@@ -77,7 +77,7 @@ def test_empty_components_raise_or_are_dropped(scale, what):
         plausibility.drop_empty_components(dataclasses.replace(d, u=partial))
 
 
-@pytest.mark.filterwarnings("ignore::helmholtz_pinn.metrics.FitQualityWarning")
+@pytest.mark.filterwarnings("ignore::helmholtz_pinn.quality.FitQualityWarning")
 def test_invert_records_dropped_components_and_forced_notes():
     d = _third(plane_wave_dataset(), 0.0)
     with pytest.raises(InputError, match="component 2"):
