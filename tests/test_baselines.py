@@ -400,3 +400,13 @@ def test_baseline_settings():
         baseline_settings("kmdev", "none", 1.0, 7, (1e-3, 1e-3))
     with pytest.raises(ValueError, match="sigma"):
         baseline_settings("ahi", "gaussian", -1.0, 7, (1e-3, 1e-3))
+
+
+def test_sigma_in_voxels_needs_cubic_voxels():
+    from helmholtz_pinn.baselines import sigma_in_voxels
+
+    assert sigma_in_voxels(3.0, (1.5e-3, 1.5e-3, 1.5e-3)) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match=r"equal voxel sizes.*\[1.0, 2.0\] mm"):
+        sigma_in_voxels(3.0, (1e-3, 2e-3))
+    with pytest.raises(ValueError, match="sigma_mm must be a finite number > 0"):
+        sigma_in_voxels(0.0, (1e-3, 1e-3))
