@@ -11,25 +11,32 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-install: $(BIN)/python
+# Installed once per set of extras; again only when pyproject.toml changes (or `make clean`).
+comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	@touch $@
+
+install: $(STAMP)
 
 # Without a GPU the demo uses a smaller network and fewer steps (a few minutes on 2 cores);
 # the library defaults are tuned on a GPU, where one fit takes seconds.
 CPU_DEMO ?= --steps 3000 --width 64 --mu-width 32 --batch-size 1024
 
 ## Simulate the built-in four-target phantom and invert it: figures + metrics in $(OUT)/
-demo: install
+demo: $(STAMP)
 	@if $(BIN)/python -c "import jax, sys; sys.exit(jax.default_backend() == 'cpu')"; then \
 		args=""; else args="$(CPU_DEMO)"; echo "no GPU found: CPU-sized demo ($$args)"; fi; \
 	$(BIN)/helmholtz-pinn invert --out $(OUT) $$args
 	@echo "results in $(OUT)/ (mu.npz in Pa, metrics.json, *.png)"
 
 ## Install the package with test tools and run the test suite (CPU).
-test: install
+test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
-lint: install
+lint: $(STAMP)
 	$(BIN)/ruff check helmholtz_pinn tests scripts
 	$(BIN)/ruff format --check helmholtz_pinn tests scripts
 

@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from .data import Dataset
 
 __all__ = [
+    "AHI_SIGMA",
+    "CURL_SIGMA",
     "METHODS",
     "SMOOTHING_CHOICES",
     "ahi",
@@ -61,17 +63,24 @@ __all__ = [
     "curl_mdev",
     "estimate_modulus",
     "fd_laplacian",
+    "sigma_in_voxels",
 ]
 
 SMOOTHING_CHOICES = ("none", "gaussian", "savgol")
 METHODS = ("ahi", "curl_mdev")
+# Default Gaussian widths, voxels, by measurement (scripts/baseline_sigma.py,
+# docs/accuracy.md#baseline-smoothing): at -20 dB the lowest median error of G' among the
+# widths that keep >= 90 % of the best contrast of the largest target. AHI: four-target
+# phantom, 2.5 % (1.5 %: 5.3 %); curl-MDEV: elastic fixture, 8.0 % (2 voxels: 8.9 %).
+AHI_SIGMA = 2.0
+CURL_SIGMA = 1.5
 
 
 def ahi(
     dataset: Dataset,
     *,
     smoothing: str = "none",
-    sigma: float = 1.0,
+    sigma: float = AHI_SIGMA,
     window: int = 7,
     polyorder: int = 2,
     per_frequency: bool = False,
@@ -89,7 +98,8 @@ def ahi(
         order ``polyorder`` over the usable voxels of an odd ``window``, evaluated at
         its centre; a voxel whose window holds fewer than ``polyorder + 1`` of them is
         left as it is along that axis). Real and imaginary parts are smoothed alike.
-      sigma: Gaussian width in voxels (> 0); used only with ``"gaussian"``.
+      sigma: Gaussian width in voxels (> 0; default :data:`AHI_SIGMA`, measured); used
+        only with ``"gaussian"``.
       window, polyorder: Savitzky-Golay window (odd, >= 3, <= the shortest axis) and
         order (0 <= polyorder < window); used only with ``"savgol"``.
       per_frequency: if True invert each frequency on its own (sums over components
@@ -110,7 +120,7 @@ def curl_mdev(
     dataset: Dataset,
     *,
     smoothing: str = "gaussian",
-    sigma: float = 2.0,
+    sigma: float = CURL_SIGMA,
     window: int = 7,
     polyorder: int = 2,
     per_frequency: bool = False,
@@ -132,8 +142,8 @@ def curl_mdev(
     plane), exact only for in-plane propagation; a through-plane wave-vector component
     makes ``|Lap q|`` too small and ``|G*|`` too large. ``Lap q``, the smoothing and the
     MDEV sums over the three curl components and the frequencies are those of
-    :func:`ahi` (same arguments). The default smoothing (Gaussian, 2 voxels) reflects
-    that ``Lap q`` is a third derivative of the data.
+    :func:`ahi` (same arguments). The default smoothing (Gaussian, :data:`CURL_SIGMA`
+    voxels, measured) reflects that ``Lap q`` is a third derivative of the data.
 
     Returns:
       Complex shear modulus in Pa, shape ``grid`` (or ``(F, *grid)``), NaN outside the
@@ -171,6 +181,21 @@ def estimate_modulus(dataset: Dataset, *, sigma: float = 1.5) -> float:
             "check that u is non-zero there"
         )
     return float(np.median(vals))
+
+
+def sigma_in_voxels(sigma_mm: float, spacing) -> float:
+    """A Gaussian width given in mm as voxels: ``sigma_mm / h`` (``h`` the voxel size in
+    mm; ``spacing`` per axis in m). The filter has one width in voxels, so the voxels
+    must be cubic (equal spacing on every axis)."""
+    if not (isinstance(sigma_mm, numbers.Real) and math.isfinite(sigma_mm) and sigma_mm > 0):
+        raise InputError(f"sigma_mm must be a finite number > 0 (mm); got {sigma_mm!r}")
+    mm = _check_spacing(spacing, 3) * 1e3
+    if not np.allclose(mm, mm[0], rtol=1e-6, atol=0):
+        raise InputError(
+            f"a width in mm needs equal voxel sizes on every axis; got {mm.tolist()} mm: "
+            "give sigma in voxels instead (--sigma)"
+        )
+    return float(sigma_mm / mm[0])
 
 
 def baseline_settings(

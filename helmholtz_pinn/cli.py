@@ -60,6 +60,7 @@ def cmd_simulate(args) -> int:
             seed=args.seed,
             frequencies=args.frequencies,
             components=args.components,
+            nz=args.nz,
         )
     _write_dataset(dataset, args.out)
     return 0
@@ -129,13 +130,12 @@ def cmd_baseline(args) -> int:
 
     dataset = data.load(args.data)
     notes = plausibility.check(dataset, force=args.force)
+    keys = ("smoothing", "sigma", "sigma_mm", "window")
     res = result.baseline_result(
         dataset,
         args.method,
-        smoothing=args.smoothing,
-        sigma=args.sigma,
-        window=args.window,
         margin=args.metric_margin,
+        **{k: getattr(args, k) for k in keys},
     )
     res.metrics["notes"] = res.metrics.get("notes", []) + notes
     res.save(args.out)

@@ -147,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
     sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
     sim.add_argument("--components", type=int, help="scalar: drive directions (default 2)")
+    sim.add_argument(
+        "--nz", type=int, help="scalar: a 3-D volume of NZ slices, the wave also along z (2-D)"
+    )
     elastic_cli.add_options(sim)
 
     inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
@@ -229,8 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="smoothing before the finite-difference Laplacian (default: none for ahi, "
         "gaussian for curl-mdev)",
     )
-    base.add_argument(
-        "--sigma", type=float, help="Gaussian width, voxels (default: 1 for ahi, 2 for curl-mdev)"
+    width = base.add_mutually_exclusive_group()
+    width.add_argument(
+        "--sigma",
+        type=float,
+        help="Gaussian width, voxels; implies --smoothing gaussian (default: 2 for ahi, 1.5 "
+        "for curl-mdev; measured, docs/accuracy.md#baseline-smoothing)",
+    )
+    width.add_argument(
+        "--sigma-mm", type=float, help="Gaussian width in mm, as --sigma (cubic voxels)"
     )
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
     base.add_argument("--out", type=Path, required=True, help="output folder")

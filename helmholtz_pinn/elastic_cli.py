@@ -51,7 +51,7 @@ def given(args) -> dict:
     physics (elastic under scalar, ``--phantom`` or ``--components`` under elastic) is a
     :class:`ConfigError`."""
     options = {k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None}
-    scalar = [f for f in ("--phantom", "--components") if getattr(args, f[2:]) is not None]
+    scalar = [f for f in ("--phantom", "--components", "--nz") if getattr(args, f[2:]) is not None]
     if args.physics == "scalar" and options:
         flags = ", ".join("--" + k.replace("_", "-") for k in options)
         raise ConfigError(f"{flags} apply to --physics elastic only")

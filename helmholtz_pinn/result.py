@@ -10,6 +10,7 @@ of one or more members (ensemble seeds), whose mean is the answer and whose spre
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import time
 import warnings
@@ -20,8 +21,9 @@ import numpy as np
 
 from helmholtz_pinn.data import Dataset
 
-# baseline methods: (function of helmholtz_pinn.baselines, default smoothing, sigma in voxels)
-BASELINES = {"ahi": ("ahi", "none", 1.0), "curl-mdev": ("curl_mdev", "gaussian", 2.0)}
+# baseline methods: (function of helmholtz_pinn.baselines, default smoothing); the default
+# sigma is the function's own (baselines.AHI_SIGMA, baselines.CURL_SIGMA: measured)
+BASELINES = {"ahi": ("ahi", "none"), "curl-mdev": ("curl_mdev", "gaussian")}
 
 
 @dataclasses.dataclass
@@ -168,15 +170,20 @@ def baseline_result(
     sigma: float | None = None,
     window: int = 7,
     margin: int = 0,
+    sigma_mm: float | None = None,
 ) -> Result:
     """A classical baseline of :mod:`helmholtz_pinn.baselines` as a Result (mu in Pa).
 
     ``method``: "ahi" (MDEV inversion of u, any number of components) or "curl-mdev"
     (of curl u: needs the 3 components along x, y, z). ``smoothing`` and ``sigma``
-    (voxels) default to the method's: none and 1 for ahi, gaussian and 2 for curl-mdev;
-    ``window`` (voxels) is the Savitzky-Golay window; ``margin`` (voxels) leaves the
-    mask's rim out of the metrics (see :func:`make_result`). The facts hold ``method``,
-    ``baseline_settings`` (:func:`~helmholtz_pinn.baselines.baseline_settings`),
+    (voxels) default to the method's: none and 2 for ahi, gaussian and 1.5 for curl-mdev
+    (measured: ``baselines.AHI_SIGMA``, ``baselines.CURL_SIGMA``); ``sigma_mm`` gives the
+    width in mm instead (cubic voxels; not with ``sigma``); a width implies Gaussian
+    smoothing; ``window`` (voxels) is the Savitzky-Golay window; ``margin`` (voxels)
+    leaves the mask's rim out of the metrics (see :func:`make_result`). The facts hold
+    ``method``, ``baseline_settings`` (:func:`~helmholtz_pinn.baselines.baseline_settings`:
+    method, smoothing, sigma in voxels and mm, window; also the Result's ``config``, saved
+    as config.json),
     ``wall_time_s`` and ``fit_quality`` (see :func:`quality_checks`).
 
     Raises :class:`~helmholtz_pinn.errors.DatasetError` for curl-mdev on data without 3
@@ -187,9 +194,17 @@ def baseline_result(
 
     if method not in BASELINES:
         raise InputError(f"method must be one of {tuple(BASELINES)}; got {method!r}")
-    name, default_smoothing, default_sigma = BASELINES[method]
-    smoothing = smoothing or default_smoothing
-    sigma = default_sigma if sigma is None else sigma
+    name, default_smoothing = BASELINES[method]
+    fn, width = getattr(baselines, name), sigma is not None or sigma_mm is not None
+    smoothing = smoothing or ("gaussian" if width else default_smoothing)
+    if sigma is not None and sigma_mm is not None:
+        raise InputError(f"give sigma (voxels) or sigma_mm, not both; got {sigma} and {sigma_mm}")
+    if width and smoothing != "gaussian":
+        raise InputError(f"a Gaussian width needs smoothing 'gaussian'; got {smoothing!r}")
+    if sigma_mm is not None:
+        sigma = baselines.sigma_in_voxels(sigma_mm, dataset.spacing)
+    elif sigma is None:
+        sigma = inspect.signature(fn).parameters["sigma"].default
     if name == "curl_mdev" and dataset.n_comp != 3:
         raise DatasetError(
             "curl-mdev needs the 3 displacement components (x, y, z along the grid axes); "
@@ -198,7 +213,7 @@ def baseline_result(
     t0 = time.perf_counter()
     try:
         settings = baselines.baseline_settings(name, smoothing, sigma, window, dataset.spacing)
-        mu = getattr(baselines, name)(dataset, smoothing=smoothing, sigma=sigma, window=window)
+        mu = fn(dataset, smoothing=smoothing, sigma=sigma, window=window)
     except ValueError as err:  # InputError (and any ValueError): name the method, one line
         raise InputError(f"baseline {method}: {err}") from None
     facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)

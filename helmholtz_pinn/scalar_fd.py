@@ -128,7 +128,7 @@ def _ramp(n: int, width: int) -> np.ndarray:
 
 def solve_pml(
     mu: np.ndarray,
-    rho: float,
+    rho: float | np.ndarray,
     omega: float,
     spacing: tuple[float, float],
     source: np.ndarray,
@@ -145,7 +145,8 @@ def solve_pml(
 
     Args:
       mu: complex shear modulus at the nodes, Pa, ``(nx, ny)``, layer included.
-      rho: density, kg/m^3. omega: angular frequency, rad/s.
+      rho: density, kg/m^3, scalar or ``(nx, ny)`` (complex values act as damping).
+      omega: angular frequency, rad/s.
       spacing: node spacing ``(hx, hy)``, m.
       source: a stack ``(K, nx, ny)`` of right-hand sides ``f``, N/m^3.
       width: layer width in nodes. strength: ``alpha`` at the outer edge.
@@ -158,4 +159,32 @@ def solve_pml(
     k2 = rho * omega**2 * sx * sy
     return _solve(
         mu * sy / sx, mu * sx / sy, k2, *spacing, source * (sx * sy), np.zeros(mu.shape, complex)
+    )
+
+
+def line_source(mu: np.ndarray, k: np.ndarray, spacing, edge: str, row: int) -> np.ndarray:
+    """Line force on node line ``row`` from ``edge`` (``top``: x = row, ``left``: y = row,
+    ``bottom``/``right`` mirrored). Strength ``-2 i k mu / h`` per node (``k`` the in-plane
+    wavenumber, rad/m, at every node) launches plane waves of unit amplitude each way in a
+    uniform medium."""
+    axis = 0 if edge in ("top", "bottom") else 1
+    index = row if edge in ("top", "left") else mu.shape[axis] - 1 - row
+    line = -2j * np.take(k * mu, index, axis=axis) / spacing[axis]
+    f = np.zeros(mu.shape, complex)
+    if axis == 0:
+        f[index, :] = line
+    else:
+        f[:, index] = line
+    return f
+
+
+def sample_centres(u: np.ndarray, factor: int) -> np.ndarray:
+    """Bilinear value at the coarse voxel centres of a field on ``factor``-refined voxel
+    centres (the centre lies between fine nodes ``lo`` and ``hi`` of each block)."""
+    lo, hi = (factor - 1) // 2, factor // 2
+    return 0.25 * (
+        u[..., lo::factor, lo::factor]
+        + u[..., lo::factor, hi::factor]
+        + u[..., hi::factor, lo::factor]
+        + u[..., hi::factor, hi::factor]
     )

@@ -5,7 +5,8 @@ Grid: phantoms x noise levels (noise seed fixed) x methods, where the methods ar
 - ``pinn-helmholtz``: PINN, homogeneous form ``mu Lap u + rho omega^2 u = 0``;
 - ``pinn-hetero``: PINN, heterogeneous form ``div(mu grad u) + rho omega^2 u = 0``;
 - ``ahi``: AHI (MDEV form) on the raw field;
-- ``ahi-gaussian``: AHI after Gaussian smoothing of u (``--ahi-sigma`` voxels, default 2).
+- ``ahi-gaussian``: AHI after Gaussian smoothing of u (``--ahi-sigma`` voxels, the library default
+  ``baselines.AHI_SIGMA`` = 2).
 
 Each cell records the median relative error of the storage modulus Re(mu) (a fraction),
 Pearson R of Re(mu), the contrast transfer of every target region (1.0 = the true
@@ -748,8 +749,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ahi-sigma",
         type=float,
-        default=2.0,
-        help="Gaussian smoothing of the smoothed AHI, voxels",
+        default=baselines.AHI_SIGMA,
+        help="Gaussian smoothing of the smoothed AHI, voxels (the library default)",
     )
     parser.add_argument(
         "--quick",
@@ -824,8 +825,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw no elastic figures (the maps are still saved; --report-only draws them)",
     )
     group.add_argument(
-        "--curl-sigma", type=float, default=2.0,
-        help="Gaussian smoothing of curl-MDEV, voxels",
+        "--curl-sigma", type=float, default=baselines.CURL_SIGMA,
+        help="Gaussian smoothing of curl-MDEV, voxels (the library default; 2.0 until "
+        "2026-12-01, as in docs/accuracy_elastic.md)",
     )  # fmt: skip
     parser.add_argument(
         "--compile-cache",

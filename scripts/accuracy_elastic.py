@@ -13,7 +13,7 @@ the regions. Methods:
 - ``ahi``, ``ahi-gaussian``: algebraic Helmholtz inversion of u (MDEV form), raw and
   after Gaussian smoothing (``--ahi-sigma`` voxels);
 - ``curl-mdev``: the same inversion of curl u (``--curl-sigma`` voxels of Gaussian
-  smoothing, the library default 2); needs the three components.
+  smoothing, the library default ``baselines.CURL_SIGMA``); needs the three components.
 
 A method that raises one of the package's errors (or, for a baseline, its documented
 ValueError on unusable input) is recorded with the error and the study goes on.

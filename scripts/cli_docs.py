@@ -43,7 +43,11 @@ project's forward solvers, chosen by `--physics`:
 
 - `scalar` (default): the 2-D Helmholtz phantoms of the finite-difference solver, one
   field per drive direction (`--components`). Phantoms (`--phantom`): `homogeneous`,
-  `four-target`, `smooth`, `stripes`.
+  `four-target`, `smooth`, `stripes`. `--nz N` makes a 3-D volume `(F, C, nx, ny, N)`:
+  the layout extruded over N slices (z spacing = x spacing) with each wave also
+  travelling along z, `exp(-i kz z)`, `kz = 0.3 omega sqrt(rho / max G')` (exact for the
+  z-invariant medium; a 2-D inversion of one slice reads it as stiffer), for trying
+  `invert --slicewise` and 3-D fits.
 - `elastic`: the 3-D viscoelastic Navier-Cauchy slab of `helmholtz_pinn.elastic` by
   finite elements ([elastic.md](elastic.md)): 3 components, `u` of shape
   `(F, 3, nx, ny, nz)`, or `(F, 3, nx, ny)` with `--output slice` (the middle z-slice of
@@ -62,6 +66,7 @@ physics is an error (exit status 2).
 
 ```
 helmholtz-pinn simulate --phantom four-target --noise-db -20 --out phantom.npz
+helmholtz-pinn simulate --phantom four-target --nz 8 --noise-db -30 --out volume.npz
 helmholtz-pinn simulate --physics elastic --layout two-ellipse --output slice \\
     --elements-per-wavelength 6 --noise-db -20 --out slab.npz
 ```
@@ -95,13 +100,17 @@ The classical algebraic Helmholtz inversion in the multi-frequency MDEV form, of
 (`--method ahi`, any number of components) or of its curl (`--method curl-mdev`: needs
 the 3 displacement components along x, y, z; the curl removes compressional waves; a 2-D
 slice assumes no through-plane derivatives), optionally after Gaussian or
-Savitzky-Golay smoothing (defaults: none for `ahi`, Gaussian of 2 voxels for
-`curl-mdev`). Writes the same `mu.npz` / `metrics.json` (and `wave.png`, `modulus.png`)
-as `invert`; `metrics.json` records `method` and `baseline_settings` (smoothing, widths
-in voxels and mm, spacing in mm).
+Savitzky-Golay smoothing (defaults: none for `ahi`, Gaussian of 1.5 voxels for
+`curl-mdev`; a Gaussian width, `--sigma` in voxels or `--sigma-mm` in mm, defaults to 2
+voxels for `ahi` and switches Gaussian smoothing on; both measured in
+[accuracy.md](accuracy.md#baseline-smoothing)). Writes the same `mu.npz` /
+`metrics.json` (and `wave.png`, `modulus.png`) as `invert`; `metrics.json` records
+`method` and `baseline_settings` (smoothing, widths in voxels and mm, window, spacing in
+mm), and `config.json` holds those settings.
 
 ```
-helmholtz-pinn baseline phantom.npz --method ahi --smoothing gaussian --sigma 1.5 --out ahi
+helmholtz-pinn baseline phantom.npz --method ahi --smoothing gaussian --out ahi   # sigma 2 voxels
+helmholtz-pinn baseline phantom.npz --sigma-mm 3 --out ahi3mm
 helmholtz-pinn baseline slab.npz --method curl-mdev --out curl
 ```
 """,

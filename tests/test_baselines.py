@@ -400,3 +400,34 @@ def test_baseline_settings():
         baseline_settings("kmdev", "none", 1.0, 7, (1e-3, 1e-3))
     with pytest.raises(ValueError, match="sigma"):
         baseline_settings("ahi", "gaussian", -1.0, 7, (1e-3, 1e-3))
+
+
+def test_sigma_in_voxels_needs_cubic_voxels():
+    from helmholtz_pinn.baselines import sigma_in_voxels
+
+    assert sigma_in_voxels(3.0, (1.5e-3, 1.5e-3, 1.5e-3)) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match=r"equal voxel sizes.*\[1.0, 2.0\] mm"):
+        sigma_in_voxels(3.0, (1e-3, 2e-3))
+    with pytest.raises(ValueError, match="sigma_mm must be a finite number > 0"):
+        sigma_in_voxels(0.0, (1e-3, 1e-3))
+
+
+def test_the_default_widths_are_the_measured_ones():
+    """scripts/baseline_sigma.py's rule, on one noise seed and the widths around the
+    optimum, picks the library's defaults (AHI on four-target, curl-MDEV on the elastic
+    fixture); docs/accuracy.md#baseline-smoothing has the full sweep."""
+    import importlib.util
+    from pathlib import Path
+
+    from helmholtz_pinn import baselines, data, phantoms
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "baseline_sigma.py"
+    spec = importlib.util.spec_from_file_location("baseline_sigma", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    sigmas, seeds = (1.0, 1.5, 2.0, 2.5, 3.0), (0,)
+    scalar = phantoms.simulate_phantom("four-target")
+    rows = script.sweep("ahi", scalar, baselines.ahi, sigmas, seeds)
+    rows += script.sweep("curl-mdev", data.load(script.ELASTIC), baselines.curl_mdev, sigmas, seeds)
+    assert script.best(rows, "ahi") == baselines.AHI_SIGMA
+    assert script.best(rows, "curl-mdev") == baselines.CURL_SIGMA

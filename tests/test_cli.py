@@ -445,3 +445,45 @@ def test_help_imports_no_jax():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_simulate_nz_writes_a_volume(tmp_path, capsys):
+    out = tmp_path / "vol.npz"
+    args = ["simulate", "--phantom", "homogeneous", "--nz", "4", "--frequencies", "80"]
+    assert cli_module.main([*args, "--components", "1", "--out", str(out)]) == 0
+    vol = datasets.load(out)
+    assert vol.u.shape == (1, 1, 64, 64, 4) and vol.ndim == 3
+    assert cli_module.main(["simulate", "--physics", "elastic", "--nz", "4", "--out", "x.npz"]) == 2
+    assert "--nz apply to --physics scalar only" in capsys.readouterr().err
+
+
+def test_baseline_sigma_in_mm_equals_sigma_in_voxels_and_is_recorded(tmp_path, capsys):
+    """--sigma-mm 3 on 1.5 mm voxels is --sigma 2 and implies Gaussian smoothing; the
+    settings (sigma in voxels and mm) are in metrics.json and config.json."""
+    path = shear_waves(tmp_path, components=2, h=1.5e-3)
+    runs = {"mm": ["--sigma-mm", "3"], "vox": ["--sigma", "2"]}
+    for name, flags in runs.items():
+        argv = ["baseline", str(path), *flags, "--out", str(tmp_path / name)]
+        assert cli_module.main(argv) == 0
+    mu = {n: np.load(tmp_path / n / "mu.npz")["mu"] for n in runs}
+    np.testing.assert_allclose(mu["mm"], mu["vox"], rtol=1e-12)
+    settings = json.loads((tmp_path / "mm" / "config.json").read_text())
+    assert settings["smoothing"] == "gaussian" and settings["sigma_voxels"] == pytest.approx(2.0)
+    assert settings["sigma_mm"] == pytest.approx([3.0, 3.0])
+    facts = json.loads((tmp_path / "mm" / "metrics.json").read_text())
+    assert facts["baseline_settings"] == settings
+    both = ["baseline", str(path), "--sigma", "2", "--sigma-mm", "3", "--out", "x"]
+    with pytest.raises(SystemExit) as exit_:
+        cli_module.main(both)
+    assert exit_.value.code == 2 and "not allowed with" in capsys.readouterr().err
+    plain = ["baseline", str(path), "--smoothing", "none", "--sigma", "2", "--out", "x"]
+    assert cli_module.main(plain) == 2
+    assert "needs smoothing 'gaussian'" in capsys.readouterr().err
+
+
+def test_baseline_help_states_the_measured_default_widths():
+    from helmholtz_pinn.baselines import AHI_SIGMA, CURL_SIGMA
+
+    sub = next(a for a in cli_module.build_parser()._actions if a.dest == "command")
+    sigma = next(a for a in sub.choices["baseline"]._actions if a.dest == "sigma")
+    assert f"{AHI_SIGMA:g} for ahi, {CURL_SIGMA:g} for curl-mdev" in sigma.help

@@ -1,0 +1,171 @@
+"""One frozen configuration for an inversion: model, physics and training settings.
+
+Units: ``mu_ref`` in Pa; Fourier scales in cycles per field of view (nondimensional);
+``steps``, ``sync_interval`` and ``pde_warmup`` in training steps; ``plateau_patience``
+in blocks. The command line maps its options onto these fields (no second list of
+defaults).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from helmholtz_pinn.errors import ConfigError
+
+ACTIVATIONS = ("tanh", "sin")
+MU_MODELS = ("voigt", "per-frequency")
+WEIGHTINGS = ("noise", "uniform")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one PINN inversion.
+
+    Attributes:
+      width, depth: hidden width and number of hidden layers of the u-network.
+      mu_width, mu_depth: the same for the mu-network.
+      n_features: Fourier frequencies per network (the embedding has 2 * n_features).
+      sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
+        the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
+        field of view / wavelength).
+      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale.
+      activation: hidden activation, "tanh" or "sin".
+      pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
+        (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
+        "curl" (hetero on q = curl u, three components), "navier" (the elastic
+        Navier-Cauchy equation with a free pressure, vector data), or "auto" (navier
+        for three-component data, hetero otherwise; :func:`helmholtz_pinn.forms.resolve`);
+        checked when a fit is prepared.
+      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies)
+        or "per-frequency" (an independent complex modulus per frequency).
+      weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
+        both loss terms, n its noise RMS over its RMS, estimated from the data by
+        :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
+        RMS of the frequency's strongest component; a field that is mostly noise, or
+        numerically zero, then cannot pull the modulus) or "uniform" (every field
+        weighs 1).
+      noise_floor: the smallest noise level assumed, as a fraction of the RMS of the
+        strongest component at each frequency (model and discretisation error of
+        clean data).
+      mu_ref: reference modulus, Pa, used to nondimensionalise; None estimates it from
+        the data (smoothed algebraic inversion).
+      steps: training steps (a multiple of ``sync_interval`` is run).
+      sync_interval: steps per on-device ``lax.scan`` block; the loss is read once a block.
+      batch_size: voxels drawn per step (data and collocation points); every voxel
+        in the mask, each step, when it is at least their number.
+      learning_rate: Adam step size at the start.
+      pde_weight: weight of the PDE loss after the warm-up.
+      pde_warmup: steps over which the PDE weight ramps linearly from 0.
+      plateau_patience, plateau_factor, min_lr: reduce-on-plateau schedule acting
+        between blocks: the rate is multiplied by ``plateau_factor`` after
+        ``plateau_patience`` blocks without a 1 % improvement, never below ``min_lr``.
+      max_retries: divergence roll-backs (rate halved each time) before giving up.
+      checkpoint_every: blocks between checkpoints when a checkpoint folder is given.
+      ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
+        vmapped program; the result is their mean modulus and its standard deviation.
+      seed: seeds the network initialisation and the collocation sampling.
+    """
+
+    width: int = 128
+    depth: int = 3
+    mu_width: int = 64
+    mu_depth: int = 2
+    n_features: int = 64
+    sigma_u: float | None = None
+    sigma_mu: float | None = None
+    sigma_factor_u: float = 1.0
+    sigma_factor_mu: float = 0.5
+    activation: Literal["tanh", "sin"] = "tanh"
+    pde: str = "auto"
+    mu_model: Literal["voigt", "per-frequency"] = "voigt"
+    weighting: Literal["noise", "uniform"] = "noise"
+    noise_floor: float = 0.03
+    mu_ref: float | None = None
+    steps: int = 10000
+    sync_interval: int = 100
+    batch_size: int = 2048
+    learning_rate: float = 1e-3
+    pde_weight: float = 0.1
+    pde_warmup: int = 1000
+    plateau_patience: int = 5
+    plateau_factor: float = 0.5
+    min_lr: float = 1e-5
+    max_retries: int = 3
+    checkpoint_every: int = 10
+    ensemble: int = 1
+    seed: int = 0
+
+    def __post_init__(self):
+        _choice("activation", self.activation, ACTIVATIONS)
+        _choice("mu_model", self.mu_model, MU_MODELS)
+        _choice("weighting", self.weighting, WEIGHTINGS)
+        for name in (
+            "width",
+            "depth",
+            "mu_width",
+            "mu_depth",
+            "n_features",
+            "steps",
+            "sync_interval",
+            "batch_size",
+            "plateau_patience",
+            "checkpoint_every",
+            "ensemble",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"config.{name} must be a positive integer; got {value!r}")
+        for name in (
+            "learning_rate",
+            "plateau_factor",
+            "min_lr",
+            "sigma_factor_u",
+            "sigma_factor_mu",
+            "noise_floor",
+        ):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
+        for name in ("sigma_u", "sigma_mu", "mu_ref"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"config.{name} must be > 0 or None; got {value!r}")
+        if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
+            raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
+
+    def replace(self, **overrides) -> Config:
+        """A copy with ``overrides`` applied; unknown names raise a ConfigError naming them."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            valid = ", ".join(f.name for f in dataclasses.fields(self))
+            raise ConfigError(f"unknown config option(s) {sorted(unknown)}; valid: {valid}")
+        return dataclasses.replace(self, **overrides)
+
+
+def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ConfigError(f"config.{name} must be one of {valid}; got {value!r}")
+
+
+def field_help() -> dict[str, str]:
+    """Meaning (and unit) of every Config field, from the class docstring's Attributes
+    (one source for ``--help`` and docs/api.md)."""
+    text = (Config.__doc__ or "").split("Attributes:", 1)[-1]
+    out: dict[str, str] = {}
+    names: list[str] = []
+    for line in text.splitlines():
+        head, sep, rest = line.strip().partition(": ")
+        keys = [k.strip() for k in head.split(",")]
+        if (
+            line.startswith("      ")
+            and not line.startswith("        ")
+            and sep
+            and all(k.isidentifier() for k in keys)
+        ):
+            names = keys
+            for k in names:
+                out[k] = rest.strip()
+        elif names and line.strip():
+            for k in names:
+                out[k] += " " + line.strip()
+    return {k: v.replace("``", "") for k, v in out.items()}

@@ -1,0 +1,54 @@
+"""Every error the package raises on purpose, in one hierarchy.
+
+    HelmholtzPinnError               base: catch this to handle any known failure
+    +-- InputError (ValueError)      bad input at the API boundary: names the value and
+    |   |                            what was expected
+    |   +-- ConfigError              a Config field or a run option
+    |   +-- DatasetError             a dataset file or array
+    |   +-- DeviceMemoryError        the problem does not fit the device(s)
+    +-- CheckpointError              a checkpoint cannot be used to resume this run
+    +-- OutputError (OSError)        the output folder cannot be created or written
+    +-- MissingDependencyError (ImportError)   an optional package is not installed
+    +-- DivergenceError (RuntimeError)         training diverged; roll-backs did not help
+
+The command line prints any of them as one line and exits with status 2 (3 for a
+divergence); anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+
+class HelmholtzPinnError(Exception):
+    """Base of the package's own errors."""
+
+
+class InputError(HelmholtzPinnError, ValueError):
+    """Bad input: the message quotes the value and says what was expected."""
+
+
+class ConfigError(InputError):
+    """A configuration field or run option is invalid."""
+
+
+class DatasetError(InputError):
+    """A dataset file or array is invalid; the message names the field and the fix."""
+
+
+class DeviceMemoryError(InputError):
+    """A problem's arrays do not fit in device memory."""
+
+
+class CheckpointError(HelmholtzPinnError):
+    """A checkpoint cannot be used to resume this run."""
+
+
+class OutputError(HelmholtzPinnError, OSError):
+    """The output folder cannot be created or written."""
+
+
+class MissingDependencyError(HelmholtzPinnError, ImportError):
+    """An optional package needed for this feature is not installed."""
+
+
+class DivergenceError(HelmholtzPinnError, RuntimeError):
+    """Training diverged and the roll-backs did not recover it."""

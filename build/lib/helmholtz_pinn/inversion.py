@@ -1,0 +1,361 @@
+"""The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
+
+One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
+volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
+plain fit) of one stacked state, a :class:`helmholtz_pinn.layout.Layout` says where they
+run, and the one host loop (:func:`helmholtz_pinn.loop.fit`) trains them.
+
+Units at the edges (Pa, m, Hz), nondimensional inside: coordinates by the field of view
+L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from helmholtz_pinn import checkpoint, layout, loop, metrics, plausibility, train
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.data import Dataset, z_slices
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.problem import (  # noqa: F401  (re-exported: the library's names)
+    Prepared,
+    field_of_view,
+    field_weights,
+    grid_coordinates,
+    prepare,
+    reference_modulus,
+    shared_settings,
+    wave_cycles,
+)
+from helmholtz_pinn.result import Result, make_result
+
+
+def invert(
+    data: Dataset | Sequence[Dataset],
+    config: Config | None = None,
+    *,
+    slicewise: bool | None = None,
+    devices: int | str | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
+    progress: bool = True,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool | str = False,
+    force: bool = False,
+    drop_empty_components: bool = False,
+    **overrides,
+) -> Result | list[Result]:
+    """Fit the PINN and return the modulus in Pa.
+
+    ``data``: one :class:`Dataset` (returns one Result), or a list of datasets of one
+    grid, F and C (one Result each, fitted as one batched program: every member has its
+    own scaling, loss, schedule, roll-back and early stop; mu_ref and the Fourier
+    scales are shared, see :func:`shared_settings`). ``slicewise``: fit every z-slice of
+    a 3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an
+    empty mask hold NaN). ``slicewise=None`` (default) decides by
+    :func:`auto_slicewise`: slice by slice for three-component volumes under
+    ``pde="auto"``, where it measured far better than one 3-D fit (docs/accuracy.md);
+    ``False`` forces the 3-D fit. ``overrides`` replace fields of ``config``; ``ensemble`` E > 1
+    gives each dataset E seeds (``mu`` their mean, ``mu_std`` their spread).
+    ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.layout.plan`).
+    ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
+    the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
+    continues from the newest checkpoint there (``resumed_from_step`` and a note in the
+    run facts); with none there it notes so and starts at step 0, unless
+    ``resume="strict"``, which raises :class:`~helmholtz_pinn.errors.CheckpointError`
+    (as do other settings or other data than the checkpoint's).
+
+    Every dataset is first checked against MRE physics
+    (:func:`helmholtz_pinn.plausibility.check`: frequency in Hz, spacing in m, a resolved
+    shear wave, no empty component); ``force=True`` fits anyway and records the problems
+    as notes. ``drop_empty_components=True`` drops the components that are zero or
+    negligible at every frequency (recorded as ``dropped_components`` in the run facts).
+
+    Raises :class:`~helmholtz_pinn.errors.InputError` for unusable input and
+    :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
+    """
+    cfg = (config or Config()).replace(**overrides)
+    resume = checkpoint.resume_mode(resume)
+    t0 = time.perf_counter()
+    one = isinstance(data, Dataset)
+    if slicewise and not one:
+        raise InputError("slicewise=True takes one 3-D Dataset, not a list")
+    admitted = [
+        _admit(d, force, drop_empty_components) for d in ([data] if one else _check_batch(data))
+    ]
+    checks = [facts for _, facts in admitted]
+    data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
+    chosen = slicewise is None and auto_slicewise(data, cfg)
+    slicewise = bool(slicewise) or chosen
+    datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
+    stacked = len(datasets) > 1 or slicewise
+    estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
+    shared = shared_settings(datasets, cfg, estimates)
+    preps = [prepare(d, shared) for d in datasets]
+    prints = None if checkpoint_dir is None else checkpoint.fingerprint([data] if one else data)
+    ckpt = (checkpoint_dir, prints, resume)
+    state, history, plan, resumed = _fit(preps, cfg, stacked, devices, callback, progress, ckpt)
+    facts = dict(devices=len(plan.devices), parallel=plan.mode, **resumed)
+    if chosen:
+        facts["slicewise_chosen"] = SLICEWISE_REASON
+    e = cfg.ensemble
+    members = [_rows(state, i, e, stacked) for i in range(len(datasets))]
+    maps = [_maps(m, p, d) for m, p, d in zip(members, preps, datasets, strict=True)]
+    wall = time.perf_counter() - t0
+    if slicewise:
+        return _warn_short(
+            _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts, checks)
+        )
+    results = []
+    for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
+        rows = slice(i * e, (i + 1) * e) if e > 1 else i
+        hist = [loop.member_record(r, rows) for r in history] if stacked else history
+        run = run_facts(prep, cfg, members[i], hist, wall, **facts, **checks[i])
+        if stacked:
+            run.update(batch_members=len(datasets), batch_index=i)
+        results.append(make_result(dataset, cfg, mus, u_fit, run, hist, members[i]))
+    _warn_short(results[0])
+    return results if stacked else results[0]
+
+
+def _warn_short(result: Result) -> Result:
+    """Warn (FitQualityWarning) once per call for a short-run note of ``result``."""
+    for note in result.metrics.get("notes", []):
+        if note.startswith(SHORT_RUN):
+            warnings.warn(note, metrics.FitQualityWarning, stacklevel=3)
+    return result
+
+
+SHORT_RUN = "short run"
+SLICEWISE_REASON = (
+    "fitted slice by slice (slicewise=None, pde='auto', 3-component volume): on the elastic "
+    "FEM phantoms this measured 5-7 % median G' error against 20-30 % for one 3-D fit "
+    "(docs/accuracy.md); pass slicewise=False (--no-slicewise) for the 3-D fit"
+)
+
+
+def auto_slicewise(data, cfg: Config) -> bool:
+    """What ``slicewise=None`` means: True for one 3-D dataset of three components under
+    ``pde="auto"``, else False."""
+    return isinstance(data, Dataset) and (data.ndim, data.n_comp, cfg.pde) == (3, 3, "auto")
+
+
+def _admit(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
+    """The plausibility check at the door: (dataset, its run facts) with the empty
+    components dropped when ``drop``; raises InputError unless ``force``."""
+    facts = {}
+    if drop:
+        dataset, dropped = plausibility.drop_empty_components(dataset)
+        facts["dropped_components"] = dropped
+    facts["ahi_estimate_pa"] = plausibility.estimate(dataset)  # once: check, mu_ref, quality
+    notes = plausibility.check(dataset, force=force, modulus=facts["ahi_estimate_pa"])
+    if notes:
+        facts["input_notes"] = notes
+    return dataset, facts
+
+
+def _check_batch(datasets) -> list[Dataset]:
+    datasets = list(datasets)
+    if not datasets:
+        raise InputError("invert needs a Dataset or a non-empty list of Dataset; got an empty list")
+    first = datasets[0]
+    for i, d in enumerate(datasets):
+        if not isinstance(d, Dataset):
+            raise InputError(f"datasets[{i}] must be a Dataset; got {type(d).__name__}")
+        if (d.grid, d.n_freq, d.n_comp) != (first.grid, first.n_freq, first.n_comp):
+            raise InputError(
+                "a batch of datasets must share one grid, F and C (one compiled program); "
+                f"datasets[0] has grid {first.grid}, F={first.n_freq}, C={first.n_comp} but "
+                f"datasets[{i}] has grid {d.grid}, F={d.n_freq}, C={d.n_comp}; invert them "
+                "in separate calls"
+            )
+    return datasets
+
+
+def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, ckpt):
+    """Members, layout, placement, checkpoints (``ckpt``: folder or None, data
+    fingerprint, resume mode), the host loop; returns (host state, history, layout,
+    resume facts)."""
+    spec = preps[0].spec
+    e = cfg.ensemble
+
+    def init(seed):
+        p = preps[0]
+        return jax.device_get(
+            train.init_state(spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate)
+        )
+
+    seeds = [init(cfg.seed + k) for k in range(e)]
+    if stacked:
+        rows = max(int(p.problem.count) for p in preps)
+        problem = train.stack_trees([_pad(p.problem, rows) for p in preps for _ in range(e)])
+        state, members = train.stack_trees(seeds * len(preps)), len(preps) * e
+    else:
+        problem, rows = preps[0].problem, int(preps[0].problem.count)
+        state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
+    plan = layout.plan(
+        devices,
+        rows=rows,
+        per_voxel=layout.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        batch_size=cfg.batch_size,
+        members=members,
+        shared_problem=members > 0 and not stacked,
+    )
+    block = layout.compile_block(spec, cfg.sync_interval, plan)
+    state, problem = layout.place(state, problem, plan)
+    folder, data, resume = ckpt
+    ckpt, state, host, resumed = checkpoint.start(folder, cfg, data, resume, state)
+    if callback is not None and plan.padded_members != members:  # it sees real members only
+        user = callback
+        callback = lambda record: user(loop.member_record(record, slice(0, members)))  # noqa: E731
+    try:
+        state, history = loop.fit(
+            state,
+            problem,
+            block,
+            cfg,
+            members=plan.padded_members,
+            host=host,
+            callback=callback,
+            on_block=ckpt,
+            progress=progress,
+        )
+    finally:
+        if ckpt is not None:
+            ckpt.close()
+    if plan.padded_members != members:
+        history = [loop.member_record(r, slice(0, members)) for r in history]
+    return layout.gather(state, plan), history, plan, resumed
+
+
+def _pad(problem: train.Problem, rows: int) -> train.Problem:
+    """A host Problem with x and u zero-padded to ``rows`` rows (``count`` unchanged)."""
+
+    def pad(a):
+        return np.concatenate([a, np.zeros((rows - len(a),) + a.shape[1:], a.dtype)])
+
+    return problem._replace(x=pad(problem.x), u=pad(problem.u))
+
+
+def _rows(state, i: int, ensemble: int, stacked: bool):
+    """Dataset i's member(s) of a host state: E stacked seeds, or one state."""
+    if not stacked:
+        return state
+    rows = i if ensemble == 1 else slice(i * ensemble, (i + 1) * ensemble)
+    return jax.tree.map(lambda a: a[rows], state)
+
+
+def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(mu (E, F, *grid) in Pa, u_fit (F, C, *grid) in data units, mean over members) on
+    every voxel of the grid, from one state or E stacked ones."""
+    stacked = np.ndim(state.step) == 1
+    members = train.unstack_tree(state, len(state.step)) if stacked else [state]
+    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
+    mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
+    u_fit = np.mean([to_grid(u, dataset) for u, _ in fields], axis=0)
+    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
+
+
+def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
+    """Slice maps put back on the volume's grid (NaN on slices not fitted)."""
+    mus = np.full((cfg.ensemble, volume.n_freq, *volume.grid), np.nan + 0j)
+    u_fit = np.full(volume.u.shape, np.nan + 0j)
+    for (m, u), k in zip(maps, keep, strict=True):
+        mus[..., k], u_fit[..., k] = m, u
+    skipped = [k for k in range(volume.grid[2]) if k not in keep]
+    run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
+    run.update(slices_fitted=keep, slices_skipped=skipped)
+    return make_result(volume, cfg, mus, u_fit, run, history, state)
+
+
+def run_facts(
+    prep: Prepared, cfg: Config, state, history: list[dict], wall_s: float, **extra
+) -> dict:
+    """The run facts of ``metrics.json``: steps, wall time (s), device, scales, final
+    losses (nondimensional), retries; ``extra`` adds or overrides entries."""
+    last = history[-1] if history else {}
+    facts = {
+        "steps": int(np.asarray(state.step).max()),
+        "wall_time_s": wall_s,
+        "device": str(jax.devices()[0]),
+        "ensemble": cfg.ensemble,
+        "pde": prep.spec.pde,
+        "mu_ref_pa": prep.scales.mu_ref,
+        "length_m": prep.scales.length,
+        "sigma_u": prep.sigma_u,
+        "sigma_mu": prep.sigma_mu,
+        **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
+        "retries": last.get("retries", 0),
+        "weighting": cfg.weighting,
+        "noise_fraction": [
+            [round(float(n), 4) if np.isfinite(n) else None for n in row] for row in prep.noise
+        ],
+        "field_weight": np.round(np.asarray(prep.problem.weight, float), 4).tolist(),
+        "assumption": _assumption(prep.spec),
+        **extra,
+    }
+    facts["notes"] = run_notes(cfg, facts)
+    return facts
+
+
+def run_notes(cfg: Config, facts: dict) -> list[str]:
+    """What a user should know about how the run went: a resume (or a resume that found
+    no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
+    ended inside the PDE warm-up or before the learning-rate schedule could act, and the
+    facts' assumption / slicewise choice. The warm-up note also comes as a
+    :class:`~helmholtz_pinn.metrics.FitQualityWarning` (from :func:`invert`)."""
+    planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
+    ran, notes = facts["steps"], []
+    if facts.get("resumed_from_step") is not None:
+        notes.append(
+            f"resumed from step {facts['resumed_from_step']} of {planned} ({facts['resumed_from']})"
+        )
+    elif facts.get("no_checkpoint_in"):
+        notes.append(f"no usable checkpoint in {facts['no_checkpoint_in']}: started at step 0")
+    if planned != cfg.steps:
+        notes.append(
+            f"steps={cfg.steps} rounded up to {planned}: a whole number of "
+            f"sync_interval={cfg.sync_interval} blocks"
+        )
+    if ran < planned:
+        notes.append(f"stopped early at step {ran} of {planned}: the loss stalled at min_lr")
+    if ran < cfg.pde_warmup:
+        notes.append(
+            f"{SHORT_RUN}: the fit ended at step {ran}, before the PDE weight finished its "
+            f"warm-up (pde_warmup={cfg.pde_warmup}); the modulus is barely constrained: "
+            "use more steps (or a shorter pde_warmup)"
+        )
+    elif ran <= cfg.plateau_patience * cfg.sync_interval:
+        notes.append(
+            f"{SHORT_RUN}: {ran} steps are at most plateau_patience={cfg.plateau_patience} "
+            "blocks: the learning-rate schedule never acted"
+        )
+    if facts.get("dropped_components"):
+        notes.append(
+            f"dropped the empty component(s) {facts['dropped_components']} (0-based) of u "
+            "(drop_empty_components)"
+        )
+    notes += facts.get("input_notes", [])
+    return notes + [facts[k] for k in ("slicewise_chosen", "assumption") if facts.get(k)]
+
+
+def _assumption(spec: train.Spec) -> str | None:
+    """What a fit of a 2-D slice of three-component motion assumes, or None."""
+    if spec.ndim != 2 or spec.n_comp != 3:
+        return None
+    return (
+        "2-D slice of 3-D motion: through-plane derivatives taken as zero (waves in the "
+        "slice plane); fit the volume when the neighbouring slices exist"
+    )
+
+
+def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:
+    """Per-voxel values (prod(grid), *channels) -> (*channels, *grid)."""
+    values = np.moveaxis(values, 0, -1)
+    return values.reshape(values.shape[:-1] + dataset.grid)

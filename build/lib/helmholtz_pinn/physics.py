@@ -1,0 +1,95 @@
+"""Nondimensional variables and the network outputs as physical fields.
+
+Physical problem in SI units (mu in Pa, rho in kg/m^3, omega in rad/s, x in m); the
+residual forms themselves are plug-ins in :mod:`helmholtz_pinn.forms`.
+Scaling: x = L x', mu = mu_ref mu', u = s u' (s per frequency and component), and
+kappa_f = rho omega_f^2 L^2 / mu_ref, so that e.g. mu Lap u + rho omega^2 u = 0 reads
+mu' Lap' u' / kappa_f + u' = 0 with every term O(1).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+SOFTPLUS_ONE = float(np.log(np.e - 1.0))  # softplus(SOFTPLUS_ONE) = 1
+ETA_SCALE = 0.1  # output scale of the loss-modulus channel (initial damping ratio ~0.1)
+
+
+class Scales(NamedTuple):
+    """Nondimensionalisation: length L (m), modulus mu_ref (Pa), kappa (F,), omega_ratio (F,).
+
+    ``omega_ratio`` = omega_f / omega_max enters the Voigt model mu' = G' + i omega_ratio eta'.
+    """
+
+    length: float
+    mu_ref: float
+    kappa: np.ndarray
+    omega_ratio: np.ndarray
+
+
+def make_scales(frequency: np.ndarray, length: float, mu_ref: float, rho: float) -> Scales:
+    """kappa_f = rho (2 pi f)^2 L^2 / mu_ref for frequencies in Hz, L in m, mu_ref in Pa."""
+    omega = 2 * np.pi * np.asarray(frequency, dtype=np.float64)
+    kappa = rho * omega**2 * length**2 / mu_ref
+    return Scales(float(length), float(mu_ref), kappa, omega / omega.max())
+
+
+def u_complex(channels: jax.Array, n_freq: int, n_comp: int) -> jax.Array:
+    """Network channels (..., 2 F C) -> complex (..., F, C): pairs are (Re, Im)."""
+    pairs = channels.reshape(channels.shape[:-1] + (n_freq, n_comp, 2))
+    return jax.lax.complex(pairs[..., 0], pairs[..., 1])
+
+
+def mu_channels(n_freq: int, mu_model: str) -> int:
+    """Outputs of the mu-network: (G', eta) for Voigt, (Re, Im) per frequency otherwise."""
+    return 2 if mu_model == "voigt" else 2 * n_freq
+
+
+def mu_complex(
+    value: jax.Array, grad: jax.Array | None, omega_ratio: jax.Array, mu_model: str
+) -> tuple[jax.Array, jax.Array | None]:
+    """mu' (N, F) and grad mu' (d, N, F) from mu-network channels and their gradient.
+
+    Storage modulus G' = softplus(o_0 + c) > 0 and loss modulus
+    G'' = ETA_SCALE softplus(o_1 + c) >= 0 (passive tissue dissipates; Voigt: times
+    omega_f / omega_max); c makes softplus 1 at o = 0, so a fit starts at G' ~ mu_ref
+    and a damping ratio ~ ETA_SCALE.
+    """
+    n_freq = omega_ratio.shape[0]
+    if mu_model == "voigt":
+        o_re, o_im = value[..., :1], value[..., 1:2]
+        weight = omega_ratio[None, :]  # G'' = omega eta: scales with frequency
+    else:
+        o_re, o_im = value[..., 0::2], value[..., 1::2]
+        weight = jnp.ones_like(omega_ratio)[None, :]
+    shape = value.shape[:-1] + (n_freq,)
+    re = jnp.broadcast_to(jax.nn.softplus(o_re + SOFTPLUS_ONE), shape)
+    im = ETA_SCALE * weight * jax.nn.softplus(o_im + SOFTPLUS_ONE)
+    mu = jax.lax.complex(re, im)
+    if grad is None:
+        return mu, None
+    g_o_re, g_o_im = (
+        (grad[..., :1], grad[..., 1:2])
+        if mu_model == "voigt"
+        else (
+            grad[..., 0::2],
+            grad[..., 1::2],
+        )
+    )
+    g_shape = grad.shape[:-1] + (n_freq,)
+    g_re = jnp.broadcast_to(jax.nn.sigmoid(o_re + SOFTPLUS_ONE)[None] * g_o_re, g_shape)
+    g_im = ETA_SCALE * weight[None] * jax.nn.sigmoid(o_im + SOFTPLUS_ONE)[None] * g_o_im
+    return mu, jax.lax.complex(g_re, g_im)
+
+
+def laplacian_reference(fn, x: jax.Array) -> jax.Array:
+    """Lap fn at points x (N, d) as the trace of ``jax.hessian``; fn maps (d,) -> (n,).
+
+    The slow, obviously-correct path the forward-Laplacian propagation is tested against.
+    """
+    hess = jax.vmap(jax.hessian(fn))(x)
+    return jnp.trace(hess, axis1=-2, axis2=-1)

@@ -1,0 +1,144 @@
+"""A dataset as a training problem: nondimensional coordinates, fields and weights.
+
+x' = x / L (L the field of view, m), u' = u / s (s the RMS of each frequency's and
+component's field in the mask), mu' = mu / mu_ref (Pa), kappa_f = rho omega_f^2 L^2 /
+mu_ref; the noise-aware weight of each field (:func:`field_weights`) and the Fourier
+scales (cycles per field of view) from the shortest expected wavelength.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from helmholtz_pinn import physics, stencils, train
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.errors import InputError
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A dataset in nondimensional form, plus what is needed to map back to Pa."""
+
+    problem: train.Problem  # host (NumPy) arrays
+    spec: train.Spec
+    scales: physics.Scales
+    sigma_u: float  # Fourier scales, cycles per field of view
+    sigma_mu: float
+    x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
+    u_scale: np.ndarray  # (F, C) RMS of u, the data's unit (1 for an all-zero field)
+    noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
+
+
+def field_of_view(dataset: Dataset) -> float:
+    """L = the largest extent (n - 1) h of the grid, m."""
+    return float(max((n - 1) * h for n, h in zip(dataset.grid, dataset.spacing, strict=True)))
+
+
+def grid_coordinates(dataset: Dataset, length: float) -> np.ndarray:
+    """Voxel-centre coordinates x / L, shape (prod(grid), d), C order of the grid."""
+    axes = [np.arange(n) * h / length for n, h in zip(dataset.grid, dataset.spacing, strict=True)]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=-1).astype(np.float32)
+
+
+def reference_modulus(dataset: Dataset, cfg: Config, estimate: float | None = None) -> float:
+    """mu_ref in Pa: the configured value, else ``estimate`` (the data's AHI estimate,
+    Pa, when the caller has it), else a robust estimate from the data."""
+    if cfg.mu_ref is not None:
+        return float(cfg.mu_ref)
+    if estimate is not None:
+        return float(estimate)
+    from helmholtz_pinn.baselines import estimate_modulus
+
+    try:
+        return float(estimate_modulus(dataset))
+    except ValueError as err:  # e.g. a constant field: no wave to estimate from
+        message = f"cannot estimate mu_ref from the data ({err}); give --mu-ref (Pa)"
+        raise InputError(message) from err
+
+
+def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
+    """Shortest expected wavelengths per field of view: L / lambda_min, with
+    lambda_min = sqrt(mu_ref / rho) / f_max (m; mu_ref in Pa, f in Hz)."""
+    return field_of_view(dataset) * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
+
+
+def shared_settings(
+    datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
+) -> Config:
+    """``cfg`` with mu_ref (Pa) and sigma_u/sigma_mu filled in, one value for all datasets
+    (members of one program share them): mu_ref the configured one, else the median of
+    the per-dataset estimates; sigma the configured one, else ``sigma_factor`` times the
+    largest L / lambda_min (so every dataset's shortest wave is representable).
+    ``estimates``: the datasets' AHI estimates (Pa) where already computed."""
+    estimates = [None] * len(datasets) if estimates is None else estimates
+    mu_ref = float(
+        np.median([reference_modulus(d, cfg, e) for d, e in zip(datasets, estimates, strict=True)])
+    )
+    cycles = max(wave_cycles(d, mu_ref) for d in datasets)
+    return cfg.replace(
+        mu_ref=mu_ref,
+        sigma_u=cfg.sigma_u or cfg.sigma_factor_u * cycles,
+        sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
+    )
+
+
+def prepare(dataset: Dataset, cfg: Config) -> Prepared:
+    """Scale ``dataset`` and derive the Fourier scales (cycles per field of view):
+    sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max."""
+    cfg = shared_settings([dataset], cfg)
+    spec = train.Spec.of(cfg, dataset.ndim, dataset.n_freq, dataset.n_comp)
+    spec.form.check(dataset.n_comp, dataset.ndim)
+    if spec.form.transform is not None:
+        dataset = spec.form.transform(dataset)
+    length = field_of_view(dataset)
+    scales = physics.make_scales(dataset.frequency, length, cfg.mu_ref, dataset.rho)
+    mask = dataset.mask.ravel()
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., mask]
+    u_scale = np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
+    noise, weight = field_weights(dataset, u_scale, cfg)
+    unit = np.where(u_scale > 0, u_scale, 1.0)  # an all-zero field stays zero, weight 0
+    x_grid = grid_coordinates(dataset, length)
+    problem = train.Problem(
+        x=x_grid[mask],
+        u=np.moveaxis(u / unit[..., None], -1, 0).astype(np.complex64),
+        kappa=np.asarray(scales.kappa, np.float32),
+        omega_ratio=np.asarray(scales.omega_ratio, np.float32),
+        count=np.asarray(int(mask.sum()), np.int32),
+        weight=weight.astype(np.float32),
+        scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
+    )
+    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise)
+
+
+def field_weights(dataset: Dataset, rms: np.ndarray, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
+    """(noise fraction, loss weight), both (F, C), of each field of ``dataset``.
+
+    The noise fraction n_fc = sigma_fc / rms_fc: the estimated noise RMS
+    (:func:`helmholtz_pinn.stencils.noise_rms`, 0 where no 7-voxel stencil fits) over
+    the field's RMS in the mask. With ``weighting="noise"`` the weight is 1 / n_eff^2,
+    n_eff = max(sigma_fc, noise_floor * max_c rms_fc) / rms_fc, divided by its largest
+    value: the inverse noise variance of the field in its own unit (maximum
+    likelihood), so equally noisy but weaker components count less, and a field that is
+    mostly noise or numerically zero counts almost nothing. ``"uniform"``: all 1.
+    Raises an InputError when every component of a frequency is zero.
+    """
+    dead = np.all(rms == 0, axis=1)
+    if dead.any():
+        raise InputError(
+            f"u is zero in the mask for every component at {dataset.frequency[dead].tolist()} "
+            "Hz; remove those frequencies"
+        )
+    zero_filled, valid = stencils.usable(dataset.u, dataset.mask, dataset.grid)
+    sigma = np.nan_to_num(stencils.noise_rms(zero_filled, valid), nan=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        noise = np.where(rms > 0, sigma / rms, np.inf)
+        if cfg.weighting == "uniform":
+            return noise, np.where(rms > 0, 1.0, 0.0)
+        floor = cfg.noise_floor * rms.max(axis=1, keepdims=True)
+        weight = (rms / np.maximum(sigma, floor)) ** 2
+    return noise, weight / weight.max()

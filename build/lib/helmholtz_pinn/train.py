@@ -1,0 +1,332 @@
+"""Training: one state pytree, one pure step, one ``lax.scan`` block.
+
+Loss per step on a batch of B voxels drawn inside the mask from fold_in(key, step):
+    L = sum_fc w_fc [ mean |u'_net - u'_obs|^2 + w(step) mean |r|^2 ] / sum_fc w_fc,
+    w(step) = pde_weight min(1, step / pde_warmup)
+with r the residual of the configured PDE form (:mod:`helmholtz_pinn.forms`) and w_fc
+the per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
+``n_steps`` full steps runs on the device; the host loop (:mod:`helmholtz_pinn.loop`)
+reads the block's losses once and drives the schedules between blocks.
+
+Under ``shard_map`` (``axis_name`` set: data parallel over the voxels) every device
+samples its own shard and the gradient of the global batch mean is the share-weighted
+sum of the per-device gradients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from helmholtz_pinn import forms, physics
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.model import (
+    GRAD,
+    HESS,
+    LAP,
+    VALUE,
+    FourierMLP,
+    apply_jet,
+    apply_pair,
+    split_jet,
+)
+
+LOSS_NAMES = ("loss", "data", "pde")
+
+
+class Problem(NamedTuple):
+    """Device-side data, nondimensional: voxel coordinates x (M, d) in the mask,
+    observed u (M, F, C) complex, kappa (F,), omega_ratio (F,), ``count`` (the valid
+    rows; rows past it pad a problem to a batch's common M), ``weight`` (F, C), the
+    weight of each field in both loss terms, and ``scale`` (F, C), each component's
+    data scale relative to the largest of its frequency."""
+
+    x: Any
+    u: Any
+    kappa: Any
+    omega_ratio: Any
+    count: Any
+    weight: Any
+    scale: Any
+
+
+class TrainState(NamedTuple):
+    """Everything that changes during training, as one pytree."""
+
+    params: Any
+    consts: Any
+    opt_state: Any
+    step: Any
+    key: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What the compiled program depends on, and nothing else (it keys the compile
+    cache): data shapes, network sizes, PDE form, batch size and PDE weight schedule.
+    Seeds, step counts, learning rates and Fourier scales are not in it."""
+
+    ndim: int
+    n_freq: int
+    n_comp: int
+    width: int
+    depth: int
+    mu_width: int
+    mu_depth: int
+    n_features: int
+    activation: str
+    pde: str
+    mu_model: str
+    batch_size: int
+    pde_weight: float
+    pde_warmup: int
+
+    @classmethod
+    def of(cls, cfg: Config, ndim: int, n_freq: int, n_comp: int) -> Spec:
+        """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
+        :class:`~helmholtz_pinn.errors.ConfigError` here; ``pde="auto"`` is resolved for
+        the data (:func:`helmholtz_pinn.forms.resolve`)."""
+        pde = forms.resolve(cfg.pde, n_comp)
+        forms.get(pde)
+        fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
+        settings = {k: getattr(cfg, k) for k in sorted(fields)}
+        return cls(ndim, n_freq, n_comp, pde=pde, **settings)
+
+    @property
+    def form(self) -> forms.Form:
+        return forms.get(self.pde)
+
+    @property
+    def u_order(self) -> int:
+        needs = self.form.needs
+        return (
+            HESS
+            if "hess_u" in needs
+            else LAP
+            if "lap_u" in needs
+            else GRAD
+            if "grad_u" in needs
+            else VALUE
+        )
+
+    @property
+    def mu_order(self) -> int:
+        return GRAD if {"grad_mu", "grad_aux"} & self.form.needs else VALUE
+
+    @property
+    def mu_outputs(self) -> int:
+        """Channels of the mu-network: the modulus, then 2 F per auxiliary field."""
+        return physics.mu_channels(self.n_freq, self.mu_model) + 2 * self.n_freq * self.form.aux
+
+    def networks(self, sigma_u: float, sigma_mu: float) -> tuple[FourierMLP, FourierMLP]:
+        """The u- and mu-networks; sigma (cycles per field of view) only sets B at init."""
+        u = FourierMLP(
+            self.ndim,
+            2 * self.n_freq * self.n_comp,
+            self.width,
+            self.depth,
+            self.n_features,
+            sigma_u,
+            self.activation,
+        )
+        mu = FourierMLP(
+            self.ndim,
+            self.mu_outputs,
+            self.mu_width,
+            self.mu_depth,
+            self.n_features,
+            sigma_mu,
+            self.activation,
+        )
+        return u, mu
+
+
+OPTIMIZER = optax.inject_hyperparams(optax.adam)  # the rate lives in the state: the host sets it
+
+
+def init_state(
+    spec: Spec, seed: int, sigma_u: float, sigma_mu: float, learning_rate: float
+) -> TrainState:
+    """Initialise both networks (fixed Fourier matrices in ``consts``) and Adam."""
+    key_u, key_mu, key_data = jax.random.split(jax.random.PRNGKey(seed), 3)
+    x = jnp.zeros((1, spec.ndim), jnp.float32)
+    u_net, mu_net = spec.networks(sigma_u, sigma_mu)
+    vu, vmu = u_net.init(key_u, x), mu_net.init(key_mu, x)
+    params = {"u": vu["params"], "mu": vmu["params"]}
+    consts = {"u": vu["constants"], "mu": vmu["constants"]}
+    opt_state = OPTIMIZER(learning_rate=learning_rate).init(params)
+    return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
+
+
+def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.Array):
+    """The :class:`helmholtz_pinn.forms.Fields` the PDE form needs, at points x (N, d).
+
+    Both networks go through :func:`helmholtz_pinn.model.apply_pair`, each carrying only
+    the derivative order the form asks for.
+    """
+    su, smu = apply_pair(params, consts, x, spec.activation, (spec.u_order, spec.mu_order))
+    ju = split_jet(su, spec.ndim, spec.u_order)
+    jm = split_jet(smu, spec.ndim, spec.mu_order)
+    n_mu = physics.mu_channels(spec.n_freq, spec.mu_model)
+    grad_m = None if jm.grad is None else jm.grad[..., :n_mu]
+    mu, grad_mu = physics.mu_complex(jm.value[..., :n_mu], grad_m, omega_ratio, spec.mu_model)
+    to_u = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
+    to_a = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.form.aux)
+
+    def maybe(fn, a, cut=slice(None)):
+        return None if a is None else fn(a[..., cut])
+
+    aux = slice(n_mu, None)
+    return forms.Fields(
+        u=to_u(ju.value),
+        grad_u=maybe(to_u, ju.grad),
+        lap_u=maybe(to_u, ju.lap),
+        hess_u=maybe(to_u, ju.hess),
+        mu=mu,
+        grad_mu=grad_mu,
+        aux=to_a(jm.value[..., aux]) if spec.form.aux else None,
+        grad_aux=maybe(to_a, jm.grad, aux) if spec.form.aux else None,
+    )
+
+
+def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
+    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,)): weighted means
+    of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding) and fields (w_fc).
+    The one place the loss is formed."""
+    x, u_obs, point = batch
+    f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)._replace(scale=problem.scale)
+    r = spec.form.residual(f, problem.kappa)
+    w_fc = problem.weight
+    norm = jnp.sum(point) * jnp.sum(w_fc)
+
+    def mean(sq, w_field):
+        return jnp.sum(point[:, None, None] * w_field[None] * sq) / norm
+
+    return mean(jnp.abs(f.u - u_obs) ** 2, w_fc), mean(jnp.abs(r) ** 2, w_fc)
+
+
+def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
+    """w(step) = pde_weight * min(1, step / pde_warmup)."""
+    if spec.pde_warmup == 0:
+        return jnp.asarray(spec.pde_weight, jnp.float32)
+    return spec.pde_weight * jnp.minimum(1.0, step.astype(jnp.float32) / spec.pde_warmup)
+
+
+def sample_batch(problem: Problem, key: jax.Array, step: jax.Array, size: int):
+    """(x, u_obs, weight): ``size`` valid voxels drawn uniformly from fold_in(key, step),
+    or every row (padding weighted 0) when ``size`` >= M. The one place that decides
+    between full batch and sampling."""
+    n = problem.x.shape[0]
+    if size >= n:
+        return problem.x, problem.u, (jnp.arange(n) < problem.count).astype(jnp.float32)
+    idx = jax.random.randint(jax.random.fold_in(key, step), (size,), 0, problem.count)
+    return problem.x[idx], problem.u[idx], jnp.ones((size,), jnp.float32)
+
+
+def train_step(
+    state: TrainState, problem: Problem, spec: Spec, *, axis_name: str | None = None
+) -> tuple[TrainState, jax.Array]:
+    """One full step: sample, loss, gradient for both networks, Adam update.
+
+    With ``axis_name`` (inside ``shard_map``) ``problem`` is this device's shard (its
+    ``count`` of shape (1,)); the device samples with key fold_in(key, device index) and
+    the gradient and losses are the share-weighted sums over devices (the global mean).
+    """
+    key = state.key
+    if axis_name is not None:
+        problem = problem._replace(count=problem.count[0])
+        key = jax.random.fold_in(key, jax.lax.axis_index(axis_name))
+    batch = sample_batch(problem, key, state.step, spec.batch_size)
+    w = pde_weight(state.step, spec)
+
+    def loss_fn(params):
+        data, pde = loss_terms(params, state.consts, spec, problem, batch)
+        return data + w * pde, (data, pde)
+
+    (loss, (data, pde)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    losses = jnp.stack([loss, data, pde])
+    if axis_name is not None:
+        share = jnp.sum(batch[2]) / jax.lax.psum(jnp.sum(batch[2]), axis_name)
+        grads, losses = jax.lax.psum(jax.tree.map(lambda g: share * g, (grads, losses)), axis_name)
+    updates, opt_state = OPTIMIZER(learning_rate=0.0).update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    return TrainState(params, state.consts, opt_state, state.step + 1, state.key), losses
+
+
+def block_fn(
+    spec: Spec,
+    n_steps: int,
+    *,
+    members: bool = False,
+    shared_problem: bool = False,
+    axis_name: str | None = None,
+) -> Callable:
+    """``(state, problem) -> (state, losses (n_steps, 3))``: n_steps steps in one scan.
+
+    ``members``: the state has a leading member axis (independent fits, vmapped); the
+    problem has one too unless ``shared_problem`` (an ensemble of seeds on one problem).
+    ``axis_name``: see :func:`train_step`. The one scan of the package.
+    """
+
+    def block(state: TrainState, problem: Problem):
+        def body(s, _):
+            return train_step(s, problem, spec, axis_name=axis_name)
+
+        return jax.lax.scan(body, state, None, n_steps)
+
+    if not members:
+        return block
+    return jax.vmap(block, in_axes=(0, None if shared_problem else 0))
+
+
+def set_learning_rate(state: TrainState, lr) -> TrainState:
+    """The same state with Adam's rate replaced (no recompile: same dtype and shape).
+
+    ``lr`` is a float, or one rate per member (S,) for a stacked state.
+    """
+    hyper = dict(state.opt_state.hyperparams)
+    old = hyper["learning_rate"]
+    hyper["learning_rate"] = jnp.broadcast_to(jnp.asarray(lr, old.dtype), old.shape)
+    return state._replace(opt_state=state.opt_state._replace(hyperparams=hyper))
+
+
+def stack_trees(trees: list) -> Any:
+    """Stack pytrees of equal structure along a new leading member axis (NumPy, host)."""
+    return jax.tree.map(lambda *leaves: np.stack([np.asarray(a) for a in leaves]), *trees)
+
+
+def unstack_tree(tree: Any, members: int) -> list:
+    """The inverse of :func:`stack_trees`."""
+    return [jax.tree.map(lambda leaf, i=i: leaf[i], tree) for i in range(members)]
+
+
+def predict(
+    state: TrainState, spec: Spec, x: np.ndarray, omega_ratio: np.ndarray, chunk: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
+    """u' (N, F, C) and mu' (N, F) at points x (N, d), evaluated in chunks of ``chunk``."""
+    fn = _predict_fn(spec)
+    parts = [
+        fn(state.params, state.consts, jnp.asarray(x[i : i + chunk]), jnp.asarray(omega_ratio))
+        for i in range(0, len(x), chunk)
+    ]
+    return tuple(np.concatenate([np.asarray(p[k]) for p in parts]) for k in (0, 1))
+
+
+@functools.lru_cache(maxsize=32)
+def _predict_fn(spec: Spec):
+    n_mu = physics.mu_channels(spec.n_freq, spec.mu_model)
+
+    def fn(params, consts, x, omega_ratio):
+        u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE)[0]
+        m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE)[0]
+        mu, _ = physics.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
+        return physics.u_complex(u, spec.n_freq, spec.n_comp), mu
+
+    return jax.jit(fn)
