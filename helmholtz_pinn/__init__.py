@@ -40,6 +40,7 @@ MODULES = (
     "figures",
     "result",
     "problem",
+    "fitting",
     "inversion",
     "logs",
     "compile_cache",

@@ -102,10 +102,12 @@ class Checkpointer:
         )
 
     def __call__(self, state: TrainState, host: HostState) -> None:
-        """Save every ``every`` blocks and after the last block."""
+        """Save every ``every`` blocks, after the last block and at an early stop (so a
+        finished fit restores as finished)."""
         done = len(host.history)
         last = -(-self.config.steps // self.config.sync_interval)
-        if done % self.every == 0 or done >= last:
+        stopped = all(p.stopped for p in host.plateaus)
+        if done % self.every == 0 or done >= last or stopped:
             self.save(state, host)
 
     def save(self, state: TrainState, host: HostState) -> None:
@@ -125,19 +127,31 @@ class Checkpointer:
         )
         self.manager.wait_until_finished()
 
-    def latest(self) -> Path | None:
-        """The folder of the newest complete checkpoint, or None."""
-        step = self.manager.latest_step()
-        return None if step is None else self.directory / str(step)
-
-    def restore(self, like: TrainState) -> tuple[TrainState, HostState] | None:
-        """The newest checkpoint shaped like ``like``, or None if there is none.
+    def restore(self, like: TrainState) -> tuple[TrainState, HostState, int] | None:
+        """The newest readable checkpoint shaped like ``like`` as (state, host, step), or
+        None if there is none. One that cannot be read (corrupt, truncated) is noted in
+        ``self.unreadable`` and the next older one is tried (the unreadable ones are then
+        deleted); when none can be read, the newest one's error is raised.
 
         The settings and the data fingerprint are checked (from the small JSON item)
         before the state is read, so other data are named, not met as a shape error."""
-        step = self.manager.latest_step()
-        if step is None:
-            return None
+        self.unreadable: list[str] = []
+        bad = []
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            try:
+                state, host = self._restore_step(step, like)
+            except _Unreadable as err:
+                self.unreadable.append(str(err))
+                bad.append(step)
+                continue
+            for b in bad:  # a later save of that step would otherwise be skipped
+                self.manager.delete(b)
+            return state, host, step
+        if self.unreadable:
+            raise CheckpointError(self.unreadable[0])
+        return None
+
+    def _restore_step(self, step: int, like: TrainState) -> tuple[TrainState, HostState]:
         ocp = self._ocp
         meta = self._restore(step, ocp.args.Composite(host=ocp.args.JsonRestore())).host
         self._check_config(meta["config"])
@@ -151,8 +165,8 @@ class Checkpointer:
     def _restore(self, step: int, args):
         try:
             return self.manager.restore(step, args=args)
-        except (ValueError, KeyError, OSError) as err:
-            raise CheckpointError(
+        except (ValueError, KeyError, OSError, TypeError) as err:
+            raise _Unreadable(
                 f"checkpoint {self.directory / str(step)} cannot be restored ({err}); "
                 "remove the folder to start afresh"
             ) from None
@@ -179,6 +193,10 @@ class Checkpointer:
 
     def close(self) -> None:
         self.manager.close()
+
+
+class _Unreadable(CheckpointError):
+    """A checkpoint whose files cannot be read (an older one may still be)."""
 
 
 def resume_mode(resume) -> bool | str:
@@ -214,9 +232,11 @@ def start(
         ckpt.close()
         raise
     if restored is not None:
-        state, host = restored
-        path = ckpt.latest()
-        return ckpt, state, host, {"resumed_from_step": int(path.name), "resumed_from": str(path)}
+        state, host, step = restored
+        facts = {"resumed_from_step": step, "resumed_from": str(ckpt.directory / str(step))}
+        if ckpt.unreadable:
+            facts["unreadable_checkpoints"] = ckpt.unreadable
+        return ckpt, state, host, facts
     if resume:
         where = "(no checkpoint folder given)" if ckpt is None else str(ckpt.directory)
         if resume == "strict":

@@ -81,6 +81,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         if field.name == "pde":
             choices = forms.names()
         kind = type(field.default) if field.default is not None else float
+        if field.default is None and int in typing.get_args(hint):
+            kind = int
         group.add_argument(
             flag,
             dest=field.name,
