@@ -148,7 +148,7 @@ class Checkpointer:
                 self.manager.delete(b)
             return state, host, step
         if self.unreadable:
-            raise CheckpointError(self.unreadable[0])
+            raise CheckpointError(f"{self.unreadable[0]}; remove the folder to start afresh")
         return None
 
     def _restore_step(self, step: int, like: TrainState) -> tuple[TrainState, HostState]:
@@ -166,9 +166,10 @@ class Checkpointer:
         try:
             return self.manager.restore(step, args=args)
         except (ValueError, KeyError, OSError, TypeError) as err:
+            why = " ".join(str(err).split())  # orbax/tensorstore: long, several lines
+            why = why if len(why) <= 160 else why[:157] + "..."
             raise _Unreadable(
-                f"checkpoint {self.directory / str(step)} cannot be restored ({err}); "
-                "remove the folder to start afresh"
+                f"checkpoint {self.directory / str(step)} cannot be restored ({why})"
             ) from None
 
     def _check_data(self, saved: dict | None) -> None:

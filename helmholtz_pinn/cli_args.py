@@ -21,6 +21,7 @@ from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130  # SIGINT, as a shell reports it
 
 
 def _near(word: str, candidates) -> str | None:

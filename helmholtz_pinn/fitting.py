@@ -7,9 +7,9 @@ with more members than fit at once (``Config.max_members_per_chunk``, else
 whole datasets, one after the other, each with its own checkpoint folder
 ``checkpoints/chunk-<i>`` (the chunk size in ``checkpoints/chunks.json``, reused on
 resume); a short last chunk is padded with copies of its last dataset, so every chunk
-runs the one compiled program. A resume restores every chunk; a finished one trains no further. Training
-memory is that of one chunk: each chunk's problems are built when it starts, and only
-its maps and network parameters are kept once it ends.
+runs the one compiled program. A resume restores every chunk; a finished one trains no
+further. Training memory is that of one chunk: each chunk's problems are built when it
+starts, and only its maps and network parameters are kept once it ends.
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ def fit(
             maps.append(_maps(rows_of(state, j, e, stacked), p, datasets[i]))
             preps.append(_light(p))
         if pad:
-            state = jax.tree.map(lambda a: a[: len(idx) * e], state)
-            history = [loop.member_record(r, slice(0, len(idx) * e)) for r in history]
+            real = slice(0, len(idx) * e)
+            state = jax.tree.map(lambda a, real=real: a[real], state)
+            history = [loop.member_record(r, real) for r in history]
         states.append(state._replace(opt_state=None) if chunked else state)
         histories.append(history)
         unreadable += resumed.pop("unreadable_checkpoints", [])
