@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-from settings import SMALL, plane_wave_dataset
+from settings import SMALL, plane_wave_dataset, plane_wave_slices
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import CheckpointError, ConfigError
@@ -83,12 +83,6 @@ def test_resume_on_a_changed_u_value_is_refused(data, interrupted):
 # --- every kind of run: the stacked state is one pytree whatever the member count -------
 
 
-def _volume(data):
-    """Three z-slices of the plane waves, each scaled differently (slicewise members)."""
-    u = np.stack([data.u * s for s in (1.0, 0.8, 1.2)], axis=-1)
-    return dataclasses.replace(data, u=u, spacing=np.append(data.spacing, 1e-3), mask=None, mu=None)
-
-
 def _mu(result):
     return np.stack([r.mu for r in result]) if isinstance(result, list) else result.mu
 
@@ -98,7 +92,10 @@ KINDS = {
         lambda d: [d, dataclasses.replace(d, u=d.u * 1.1)],
         dict(ensemble=2, devices=4),
     ),
-    "slicewise volume": (_volume, dict(slicewise=True, force=True, devices=1)),
+    "slicewise volume": (
+        lambda d: plane_wave_slices(n=12),
+        dict(slicewise=True, force=True, devices=1),
+    ),
     "data parallel over 4 devices": (lambda d: d, dict(devices=4)),
 }
 
