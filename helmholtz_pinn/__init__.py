@@ -74,6 +74,7 @@ _EXPORTS = {
     "CheckpointError": "errors",
     "OutputError": "errors",
     "DivergenceError": "errors",
+    "Interrupted": "errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -20,7 +20,7 @@ import numpy as np
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
-from helmholtz_pinn.errors import CheckpointError, ConfigError
+from helmholtz_pinn.errors import CheckpointError, ConfigError, OutputError
 from helmholtz_pinn.loop import HostState
 from helmholtz_pinn.train import TrainState
 
@@ -119,13 +119,20 @@ class Checkpointer:
             "config": dataclasses.asdict(self.config),
             "data": self.data,
         }
-        self.manager.save(
-            step,
-            args=self._ocp.args.Composite(
-                state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
-            ),
+        args = self._ocp.args.Composite(
+            state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
         )
-        self.manager.wait_until_finished()
+        try:
+            self.manager.save(step, args=args)
+            self.manager.wait_until_finished()
+        except OSError as err:  # disk full, read-only: the previous checkpoint is whole
+            kept = self.manager.latest_step()
+            raise OutputError(
+                f"cannot write checkpoint {self.directory / str(step)}: "
+                f"{err.strerror or err}; "
+                + ("no earlier checkpoint" if kept is None else f"step {kept} is kept")
+                + ": free space and continue with --resume"
+            ) from None
 
     def restore(self, like: TrainState) -> tuple[TrainState, HostState, int] | None:
         """The newest readable checkpoint shaped like ``like`` as (state, host, step), or

@@ -228,7 +228,9 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
     :class:`~helmholtz_pinn.metrics.FitQualityWarning` (from :func:`invert`)."""
     planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
     ran, notes = facts["steps"], []
-    notes += [f"{u}: deleted; resumed from an older one" for u in facts.get("unreadable_checkpoints", [])]
+    notes += [
+        f"{u}: deleted; resumed from an older one" for u in facts.get("unreadable_checkpoints", [])
+    ]
     if facts.get("resumed_from_step") is not None:
         done = facts.get("chunks_already_done")
         notes.append(
