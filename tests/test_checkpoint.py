@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 from settings import SMALL, plane_wave_dataset, plane_wave_slices
+from test_layout import volume
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import CheckpointError, ConfigError
@@ -96,7 +97,8 @@ KINDS = {
         lambda d: plane_wave_slices(n=12),
         dict(slicewise=True, force=True, devices=1),
     ),
-    "data parallel over 4 devices": (lambda d: d, dict(devices=4)),
+    # test_layout's volume and batch: its compiled data-parallel block is reused
+    "data parallel over 4 devices": (lambda d: volume(), dict(devices=4, batch_size=256)),
 }
 
 

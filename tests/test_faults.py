@@ -8,16 +8,13 @@ checkpoint kept; a read-only output folder is refused before any training."""
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 from settings import SMALL, plane_wave_dataset
 
-from helmholtz_pinn import cli, data
+from helmholtz_pinn import checkpoint, cli, data
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import OutputError
 from helmholtz_pinn.inversion import invert
@@ -35,34 +32,36 @@ def files(tmp_path_factory):
     return paths
 
 
-def test_sigint_writes_a_final_checkpoint_exits_130_and_resumes_bitwise(files, tmp_path):
-    args = [str(files[0]), "--steps", "600", "--sync-interval", "5", "--checkpoint-every", "20"]
+def test_sigint_writes_a_final_checkpoint_exits_130_and_resumes_bitwise(
+    files, tmp_path, monkeypatch, capsys
+):
+    """A real SIGINT, raised in this process once the block of step 10 is checkpointed
+    (deterministic timing); checkpoints otherwise only every 1000 blocks."""
+    args = [str(files[0]), "--steps", "20", "--sync-interval", "5", "--checkpoint-every", "1000"]
     args += [*TINY, "--mu-ref", "3000"]
-    out = tmp_path / "stopped"
-    command = [sys.executable, "-m", "helmholtz_pinn.cli", "invert", "--out", str(out), *args]
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    folder = out / "checkpoints"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None and not (folder / "100").exists():
-        time.sleep(0.01)  # training: the checkpoint of step 100 of 600 is there
-    assert proc.poll() is None, "the run ended before it could be interrupted"
-    os.kill(proc.pid, signal.SIGINT)
-    stderr = proc.communicate(timeout=300)[1].strip().splitlines()
-    assert proc.returncode == 130
-    assert "Traceback" not in "\n".join(stderr)
-    last = stderr[-1]
-    assert last.startswith("helmholtz-pinn invert: interrupted (SIGINT) at step ")
-    step = int(last.split(" at step ")[1].split()[0])
-    assert 100 <= step < 600 and last.endswith(
-        f"of 600; checkpoint in {folder}; continue with --resume (resume=True)"
+    save = checkpoint.Checkpointer.__call__
+
+    def ctrl_c_at_step_10(self, state, host):
+        save(self, state, host)
+        if host.history[-1]["step"] == 10:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "__call__", ctrl_c_at_step_10)
+    out, whole = tmp_path / "stopped", tmp_path / "whole"
+    assert cli.main(["invert", "--out", str(out), *args]) == 130
+    folder = (out / "checkpoints").absolute()
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "helmholtz-pinn invert: interrupted (SIGINT) at step 10 of 20; checkpoint in "
+        f"{folder}; continue with --resume (resume=True)"
     )
-    assert (folder / str(step)).is_dir()  # the final checkpoint
+    assert [p.name for p in folder.iterdir()] == ["10"] and not (out / "mu.npz").exists()
+    monkeypatch.setattr(checkpoint.Checkpointer, "__call__", save)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
     assert cli.main(["invert", "--out", str(out), *args, "--resume"]) == 0
-    whole = tmp_path / "whole"
     assert cli.main(["invert", "--out", str(whole), *args]) == 0
     a, b = (np.load(o / "mu.npz")["mu"] for o in (out, whole))
     np.testing.assert_array_equal(a, b)
-    assert json.loads((out / "metrics.json").read_text())["resumed_from_step"] == step
+    assert json.loads((out / "metrics.json").read_text())["resumed_from_step"] == 10
 
 
 def test_a_full_disk_keeps_the_checkpoints_and_resume_writes_the_results(
