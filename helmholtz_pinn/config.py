@@ -66,7 +66,7 @@ class Config:
         at once; a larger batch runs in chunks of whole datasets, one after the other,
         each checkpointed in its own folder (``checkpoints/chunk-<i>``); None derives it
         from the free device memory (host memory on the CPU) and
-        :func:`helmholtz_pinn.layout.member_bytes`.
+        helmholtz_pinn.layout.member_bytes (a per-member estimate).
       ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
         vmapped program; the result is their mean modulus and its standard deviation.
       seed: seeds the network initialisation and the collocation sampling.
