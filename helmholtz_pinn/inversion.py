@@ -3,7 +3,8 @@
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
 volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
 plain fit) of one stacked state, a :class:`helmholtz_pinn.layout.Layout` says where they
-run, and the one host loop (:func:`helmholtz_pinn.loop.fit`) trains them.
+run, and the one host loop (:func:`helmholtz_pinn.loop.fit`) trains them, in chunks when
+they do not fit at once (:mod:`helmholtz_pinn.fitting`).
 
 Units at the edges (Pa, m, Hz), nondimensional inside: coordinates by the field of view
 L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
@@ -70,7 +71,11 @@ def invert(
     continues from the newest checkpoint there (``resumed_from_step`` and a note in the
     run facts); with none there it notes so and starts at step 0, unless
     ``resume="strict"``, which raises :class:`~helmholtz_pinn.errors.CheckpointError`
-    (as do other settings or other data than the checkpoint's).
+    (as do other settings or other data than the checkpoint's). A batch of more members
+    than ``max_members_per_chunk`` (or than the memory holds) is fitted chunk by chunk
+    (:mod:`helmholtz_pinn.fitting`), each chunk checkpointed on its own. Ctrl-C (SIGINT)
+    finishes the running block, writes a final checkpoint and raises
+    :class:`~helmholtz_pinn.errors.Interrupted`.
 
     Every dataset is first checked against MRE physics
     (:func:`helmholtz_pinn.plausibility.check`: frequency in Hz, spacing in m, a resolved
