@@ -82,14 +82,15 @@ def fit(
         sub = folder / f"chunk-{c:03d}" if chunked and folder is not None else folder
         pad = [idx[-1]] * (size - len(idx))  # a short last chunk reuses the compiled block
         part = [prepare(datasets[i], shared) for i in [*idx, *pad]]
+        real = slice(0, len(idx) * e)
+        see = callback if not (pad and callback) else _members_only(callback, real)
         state, history, plan, resumed = _fit_chunk(
-            part, cfg, stacked, devices, callback, progress, (sub, prints, mode), rows
+            part, cfg, stacked, devices, see, progress, (sub, prints, mode), rows
         )
         for j, (i, p) in enumerate(zip(idx, part[: len(idx)], strict=True)):
             maps.append(_maps(rows_of(state, j, e, stacked), p, datasets[i]))
             preps.append(_light(p))
         if pad:
-            real = slice(0, len(idx) * e)
             state = jax.tree.map(lambda a, real=real: a[real], state)
             history = [loop.member_record(r, real) for r in history]
         states.append(state._replace(opt_state=None) if chunked else state)
@@ -167,8 +168,7 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     ckpt, state, host, resumed = checkpoint.start(folder, cfg, data, resume, state)
     before = 0 if host is None else len(host.history)
     if callback is not None and plan.padded_members != members:  # it sees real members only
-        user = callback
-        callback = lambda record: user(loop.member_record(record, slice(0, members)))  # noqa: E731
+        callback = _members_only(callback, slice(0, members))
     try:
         state, history = loop.fit(
             state,
@@ -194,6 +194,11 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         history = [loop.member_record(r, slice(0, members)) for r in history]
     resumed["trained_blocks"] = len(history) - before
     return layout.gather(state, plan), history, plan, resumed
+
+
+def _members_only(callback, rows: slice):
+    """``callback`` seeing the records of members ``rows`` only (not the padding)."""
+    return lambda record: callback(loop.member_record(record, rows))
 
 
 def merge_histories(histories: list[list[dict]]) -> list[dict]:

@@ -51,9 +51,17 @@ def test_resume_skips_finished_chunks_and_ends_bitwise(volume, chunked, tmp_path
     (no block trained), chunk 1 continues from step 5."""
     folder = shutil.copytree(chunked[0], tmp_path / "checkpoints")
     shutil.rmtree(folder / "chunk-001" / "10")
+    seen = []  # members per block the callback sees
     res = invert(
-        volume, CFG, checkpoint_dir=folder, resume="strict", max_members_per_chunk=2, **RUN
+        volume,
+        CFG,
+        checkpoint_dir=folder,
+        resume="strict",
+        max_members_per_chunk=2,
+        callback=lambda record: seen.append(len(record["loss"])),
+        **RUN,
     )
+    assert seen == [1]  # chunk 0 trains no block; chunk 1's padding copy is not shown
     facts = res.metrics
     assert (facts["resumed_from_step"], facts["chunks_already_done"]) == (5, 1)
     where = folder.absolute() / "chunk-001" / "5"
