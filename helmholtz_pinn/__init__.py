@@ -43,6 +43,7 @@ MODULES = (
     "figures",
     "result",
     "problem",
+    "fitting",
     "inversion",
     "logs",
     "compile_cache",
@@ -76,6 +77,7 @@ _EXPORTS = {
     "CheckpointError": "errors",
     "OutputError": "errors",
     "DivergenceError": "errors",
+    "Interrupted": "errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,7 +3,8 @@
 The commands only map arguments onto library calls (``invert`` is
 :func:`helmholtz_pinn.inversion.invert` and nothing else); the parser is
 :mod:`helmholtz_pinn.cli_args`. The package's own errors (:mod:`helmholtz_pinn.errors`)
-print one line ``helmholtz-pinn CMD: error: ...`` and exit 2; a divergence exits 3
+print one line ``helmholtz-pinn CMD: error: ...`` and exit 2; a divergence exits 3;
+Ctrl-C (SIGINT) prints one line and exits 130 (a fit first writes a final checkpoint)
 (``--debug``: the traceback). JAX is imported only by the commands.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from helmholtz_pinn import elastic_cli
 from helmholtz_pinn.cli_args import (  # noqa: F401 (build_parser: the docs and tests use it)
     EXIT_DIVERGED,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     build_parser,
     config_from,
@@ -170,13 +172,19 @@ COMMANDS = dict(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from helmholtz_pinn.errors import HelmholtzPinnError
+    from helmholtz_pinn.errors import HelmholtzPinnError, Interrupted
     from helmholtz_pinn.quality import FitQualityWarning
 
     try:
         with warnings.catch_warnings():  # _summary prints failed checks, once per result
             warnings.simplefilter("ignore", FitQualityWarning)
             return COMMANDS[args.command](args)
+    except (Interrupted, KeyboardInterrupt) as err:  # Ctrl-C: one line, status 130
+        if args.debug:
+            raise
+        said = str(err) or "interrupted (SIGINT) outside a training block: nothing new saved"
+        print(f"helmholtz-pinn {args.command}: {said}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except HelmholtzPinnError as err:
         if args.debug:
             raise

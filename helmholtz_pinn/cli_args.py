@@ -21,6 +21,7 @@ from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130  # SIGINT, as a shell reports it
 
 
 def _near(word: str, candidates) -> str | None:
@@ -105,6 +106,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         if field.name == "pde":
             choices = forms.names()
         kind = type(field.default) if field.default is not None else float
+        if field.default is None and int in typing.get_args(hint):
+            kind = int
         group.add_argument(
             flag,
             dest=field.name,

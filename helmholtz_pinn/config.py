@@ -62,6 +62,11 @@ class Config:
         ``plateau_patience`` blocks without a 1 % improvement, never below ``min_lr``.
       max_retries: divergence roll-backs (rate halved each time) before giving up.
       checkpoint_every: blocks between checkpoints when a checkpoint folder is given.
+      max_members_per_chunk: members (datasets or z-slices, times ``ensemble``) trained
+        at once; a larger batch runs in chunks of whole datasets, one after the other,
+        each checkpointed in its own folder (``checkpoints/chunk-<i>``); None derives it
+        from the free device memory (host memory on the CPU) and
+        helmholtz_pinn.layout.member_bytes (a per-member estimate).
       ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
         vmapped program; the result is their mean modulus and its standard deviation.
       metric_margin: voxels of the mask's rim left out of the accuracy metrics and the
@@ -98,6 +103,7 @@ class Config:
     min_lr: float = 1e-5
     max_retries: int = 3
     checkpoint_every: int = 10
+    max_members_per_chunk: int | None = None
     ensemble: int = 1
     metric_margin: int = 0
     seed: int = 0
@@ -132,6 +138,13 @@ class Config:
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
+        chunk = self.max_members_per_chunk
+        if chunk is not None and (
+            not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1
+        ):
+            raise ConfigError(
+                f"config.max_members_per_chunk must be a positive integer or None; got {chunk!r}"
+            )
         for name in ("sigma_u", "sigma_mu", "mu_ref"):
             value = getattr(self, name)
             if value is not None and not value > 0:

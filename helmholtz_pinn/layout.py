@@ -115,6 +115,38 @@ def check_device_memory(
     return need
 
 
+def member_bytes(spec: train.Spec, rows: int) -> int:
+    """Device bytes one member of a stacked fit needs (an estimate): its problem, ``rows``
+    x :func:`bytes_per_voxel`; its state four times (parameters, Adam's two moments, the
+    gradient); and one step's activations, B = min(batch, rows) points x (width x depth
+    + mu_width x mu_depth) hidden values x J jet rows (value and derivatives up to the
+    form's order, :func:`helmholtz_pinn.model.jet_rows`) x 4 bytes x 3 (forward, kept
+    for the backward pass, its gradient)."""
+    from helmholtz_pinn.model import jet_rows
+
+    state = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
+    state_bytes = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(state))
+    hidden = spec.width * spec.depth + spec.mu_width * spec.mu_depth
+    jet = jet_rows(spec.ndim, max(spec.u_order, spec.mu_order))
+    points = min(spec.batch_size, rows)
+    per_voxel = bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp)
+    return rows * per_voxel + 4 * state_bytes + points * hidden * jet * 4 * 3
+
+
+def members_per_chunk(spec: train.Spec, rows: int, n_devices: int = 1) -> int | None:
+    """How many members fit at once: ``MEMORY_FRACTION`` of the first device's free
+    memory over :func:`member_bytes`, times the device count; on a backend that reports
+    no device memory (the CPU) the host's available memory, shared by all its devices.
+    None when neither is known; at least 1."""
+    free, share = free_device_memory(), n_devices
+    if free is None:
+        try:
+            free, share = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), 1
+        except (ValueError, OSError, AttributeError):
+            return None
+    return max(1, int(MEMORY_FRACTION * free // member_bytes(spec, rows)) * share)
+
+
 # --- planning --------------------------------------------------------------------
 
 

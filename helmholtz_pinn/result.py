@@ -72,17 +72,23 @@ class Result:
         (``Dataset.affine``: set by :func:`helmholtz_pinn.scanner.convert` from a NIfTI
         input), else a diagonal one (:func:`helmholtz_pinn.outputs.nifti_affine`).
         """
-        from helmholtz_pinn import clinical, figures, outputs
+        from helmholtz_pinn import outputs
         from helmholtz_pinn.errors import InputError
 
         if nifti and self.dataset is None:
             raise InputError("nifti=True needs the Result's dataset (its spacing and rho)")
 
         out = outputs.prepare_dir(out)
+        with outputs.writing(out):
+            self._write(out, nifti, affine)
+        return out
+
+    def _write(self, out: Path, nifti: bool, affine) -> None:
+        from helmholtz_pinn import clinical, figures, outputs
+
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
-        np.savez(
-            out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa", **extra
-        )
+        arrays = dict(mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa")
+        outputs.write_npz(out / "mu.npz", **arrays, **extra)
         outputs.write_json(out / "metrics.json", self.metrics)
         outputs.write_history(out / "history.csv", self.history)
         settings = self.config
@@ -97,7 +103,6 @@ class Result:
             maps["mask"] = (self.mask, "mask: fitted voxels are 1")
             affine = data.affine if affine is None else affine
             outputs.write_nifti_maps(out, maps, data.spacing, affine=affine)
-        return out
 
     def plot(self):
         """The modulus figure (recovered, truth and error when known)."""

@@ -31,7 +31,9 @@ in the input print one line `helmholtz-pinn CMD: error: ...` on stderr and exit 
 status 2; a usage error (an unknown option, a bad value) prints the subcommand's usage
 line above it and names the nearest option or choice of a typo (`unrecognized argument
 --step; did you mean --steps?`). Options are never abbreviated: `--step` is not
-`--steps`. A diverged fit exits with status 3 after writing `OUT/failure.json`.
+`--steps`. A diverged fit exits with status 3 after writing `OUT/failure.json`; Ctrl-C
+lets the running block finish, writes a final checkpoint and exits with status 130
+([reliability.md](reliability.md)).
 `--debug` (before the subcommand) shows full tracebacks. `--help` imports no JAX and
 answers at once. Data files follow [data-format.md](data-format.md).
 """
@@ -85,14 +87,17 @@ saves it as `OUT/phantom.npz`). Each `--field-name` option sets the `Config` fie
 that name ([api.md](api.md#config) gives the units). After the fit every failed
 plausibility check (`fit_quality` in `metrics.json`, see
 [getting-started.md](getting-started.md#fit-quality)) is printed as a `warning:` line on
-stderr; the exit status stays 0. With `--coordinator HOST:PORT --num-processes P
---process-id I` (or under Slurm) P processes run one fit together, the slices or files
-split across them or one dataset data parallel; only process 0 writes the results
-([scaling.md](scaling.md#many-processes)).
+stderr; the exit status stays 0. `--resume` continues from `OUT/checkpoints` (any
+kind of run); a batch larger than `--max-members-per-chunk` (or than the device memory)
+runs chunk by chunk, each chunk resumable on its own ([reliability.md](reliability.md)).
+With `--coordinator HOST:PORT --num-processes P --process-id I` (or under Slurm) P
+processes run one fit together, the slices or files split across them or one dataset
+data parallel; only process 0 writes the results ([scaling.md](scaling.md#many-processes)).
 
 ```
 helmholtz-pinn invert phantom.npz --out run1
 helmholtz-pinn invert phantom.npz --out run2 --steps 20000 --pde helmholtz --tensorboard runs/run2
+helmholtz-pinn invert volume.npz --slicewise --max-members-per-chunk 50 --out run3 --resume
 ```
 """,
     "baseline": """\

@@ -36,3 +36,15 @@ def plane_wave_dataset(n=16, h=1e-3, freqs=(60.0, 90.0), g=3000.0, eta=1.0):
         mask=np.ones((n, n), bool),
         mu=mu[:, None, None] * np.ones((1, n, n)),
     )
+
+
+def plane_wave_slices(n=12, gs=(2500.0, 3000.0, 3500.0)):
+    """A 3-D dataset whose z-slices are the plane waves of :func:`plane_wave_dataset` in
+    media of storage moduli ``gs`` (Pa): one slicewise member per slice, each different."""
+    slices = [plane_wave_dataset(n=n, g=g) for g in gs]
+    first = slices[0]
+    return Dataset(
+        u=np.stack([s.u for s in slices], axis=-1),
+        frequency=first.frequency,
+        spacing=np.append(first.spacing, first.spacing[0]),
+    )

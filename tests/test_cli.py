@@ -1,6 +1,7 @@
 """The command line end to end: simulate -> invert / baseline, errors, kill and resume;
 elastic phantoms, the curl-MDEV baseline and the fit-quality warnings."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -128,35 +129,24 @@ def test_unwritable_output_folder_is_reported(phantom, tmp_path):
     assert proc.returncode == 2 and "output folder" in proc.stderr
 
 
-def test_killed_run_resumes_to_the_same_modulus(phantom, tmp_path):
-    """SIGKILL mid-run, --resume, and the result equals an uninterrupted run bit for bit
-    (CPU: the restored state, step counter, key and host schedule are exact)."""
-    args = [
-        *TINY[:-1],
-        "--steps",
-        "200",
-        "--sync-interval",
-        "5",
-        "--checkpoint-every",
-        "2",
-        "--no-progress",
-    ]
+def test_killed_batch_resumes_to_the_same_modulus(phantom, tmp_path):
+    """SIGKILL mid-run of a batch of two files fitted one chunk at a time (chunk 0
+    finished, chunk 1 past its checkpoint of step 20), --resume, and every result equals
+    an uninterrupted run bit for bit (CPU: the restored state, step counter, key and
+    host schedule are exact; the finished chunk is restored, not refitted)."""
+    other = tmp_path / "other.npz"
+    ds = datasets.load(phantom)
+    datasets.save(dataclasses.replace(ds, u=ds.u.conj()), other)  # the waves reversed
+    args = [*TINY[:-1], "--steps", "200", "--sync-interval", "5", "--checkpoint-every", "2"]
+    args += ["--max-members-per-chunk", "1", "--no-progress"]
+    files = [str(phantom), str(other)]
     killed = tmp_path / "killed"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "helmholtz_pinn.cli",
-            "invert",
-            str(phantom),
-            "--out",
-            str(killed),
-            *args,
-        ],
+        [sys.executable, "-m", "helmholtz_pinn.cli", "invert", *files, "--out", str(killed)] + args,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    ckpts = killed / "checkpoints"
+    ckpts = killed / "checkpoints" / "chunk-001"
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         steps = [p for p in ckpts.glob("*") if p.name.isdigit()] if ckpts.exists() else []
@@ -166,16 +156,20 @@ def test_killed_run_resumes_to_the_same_modulus(phantom, tmp_path):
     assert proc.poll() is None, "the run ended before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not (killed / "mu.npz").exists()
-    cli("invert", phantom, "--out", killed, *args, "--resume")
+    assert not (killed / "homog" / "mu.npz").exists()
+    cli("invert", *files, "--out", killed, *args, "--resume")
     whole = tmp_path / "whole"
-    cli("invert", phantom, "--out", whole, *args)
-    a, b = np.load(killed / "mu.npz")["mu"], np.load(whole / "mu.npz")["mu"]
-    np.testing.assert_array_equal(a, b)
-    steps = [line.split(",")[0] for line in (killed / "history.csv").read_text().splitlines()]
-    assert steps == [
-        line.split(",")[0] for line in (whole / "history.csv").read_text().splitlines()
-    ]
+    cli("invert", *files, "--out", whole, *args)
+    for stem in ("homog", "other"):
+        a, b = (np.load(o / stem / "mu.npz")["mu"] for o in (killed, whole))
+        np.testing.assert_array_equal(a, b)
+        steps = [
+            [line.split(",")[0] for line in (o / stem / "history.csv").read_text().splitlines()]
+            for o in (killed, whole)
+        ]
+        assert steps[0] == steps[1]
+    facts = json.loads((killed / "other" / "metrics.json").read_text())
+    assert facts["chunks_already_done"] == 1 and facts["resumed_from_step"] >= 20
 
 
 def test_diverged_run_writes_only_a_report(phantom, tmp_path):

@@ -114,7 +114,7 @@ def reference(args: list):
     )
 
 
-@pytest.mark.filterwarnings("ignore::helmholtz_pinn.metrics.FitQualityWarning")  # 100 steps
+@pytest.mark.filterwarnings("ignore::helmholtz_pinn.quality.FitQualityWarning")  # 100 steps
 @pytest.mark.parametrize("mode", MODES)
 def test_two_processes_give_the_one_process_result(mode, volume, cache, tmp_path):
     """members: 4 slices, 2 per process, one shared output folder with its checkpoints
