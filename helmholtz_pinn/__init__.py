@@ -32,6 +32,7 @@ MODULES = (
     "train",
     "loop",
     "checkpoint",
+    "memory",
     "layout",
     "metrics",
     "quality",

@@ -29,7 +29,10 @@ class Config:
       sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
         the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
         field of view / wavelength).
-      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale.
+      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale;
+        sigma_factor_u None: 1.0 for 2-D data (slicewise fits too), 0.25 for one 3-D fit
+        (a 2-D-tuned scale biases 3-D fits' G' low; measured on the elastic volumes,
+        docs/accuracy_elastic.md).
       activation: hidden activation, "tanh" or "sin".
       pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
         (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
@@ -66,7 +69,7 @@ class Config:
         at once; a larger batch runs in chunks of whole datasets, one after the other,
         each checkpointed in its own folder (``checkpoints/chunk-<i>``); None derives it
         from the free device memory (host memory on the CPU) and
-        helmholtz_pinn.layout.member_bytes (a per-member estimate).
+        helmholtz_pinn.memory.member_bytes (a per-member estimate).
       ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
         vmapped program; the result is their mean modulus and its standard deviation.
       metric_margin: voxels of the mask's rim left out of the accuracy metrics and the
@@ -84,7 +87,7 @@ class Config:
     n_features: int = 64
     sigma_u: float | None = None
     sigma_mu: float | None = None
-    sigma_factor_u: float = 1.0
+    sigma_factor_u: float | None = None
     sigma_factor_mu: float = 0.5
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
@@ -132,7 +135,6 @@ class Config:
             "learning_rate",
             "plateau_factor",
             "min_lr",
-            "sigma_factor_u",
             "sigma_factor_mu",
             "noise_floor",
         ):
@@ -145,7 +147,7 @@ class Config:
             raise ConfigError(
                 f"config.max_members_per_chunk must be a positive integer or None; got {chunk!r}"
             )
-        for name in ("sigma_u", "sigma_mu", "mu_ref"):
+        for name in ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"config.{name} must be > 0 or None; got {value!r}")

@@ -3,7 +3,7 @@
 Members: one dataset (no member axis), E seeds of one dataset (sharing its problem), or
 each of S datasets (files, z-slices) times E seeds, stacked on a leading axis. A batch
 with more members than fit at once (``Config.max_members_per_chunk``, else
-:func:`helmholtz_pinn.layout.members_per_chunk` from the free memory) runs in chunks of
+:func:`helmholtz_pinn.memory.members_per_chunk` from the free memory) runs in chunks of
 whole datasets, one after the other, each with its own checkpoint folder
 ``checkpoints/chunk-<i>`` (the chunk size in ``checkpoints/chunks.json``, reused on
 resume); a short last chunk is padded with copies of its last dataset, so every chunk
@@ -22,7 +22,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import checkpoint, layout, loop, train
+from helmholtz_pinn import checkpoint, layout, loop, memory, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import CheckpointError, Interrupted
@@ -123,7 +123,7 @@ def _chunk_size(datasets, shared: Config, stacked: bool, devices, folder: Path |
     if members is None:
         p = prepare(datasets[0], shared)
         n = len(jax.devices()) if devices in (None, "all") else int(devices)
-        members = layout.members_per_chunk(p.spec, int(p.problem.count), n) or len(datasets)
+        members = memory.members_per_chunk(p.spec, int(p.problem.count), n) or len(datasets)
     return max(1, min(len(datasets), members // shared.ensemble))
 
 
@@ -157,7 +157,7 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     plan = layout.plan(
         devices,
         rows=rows,
-        per_voxel=layout.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
         batch_size=cfg.batch_size,
         members=members,
         shared_problem=members > 0 and not stacked,

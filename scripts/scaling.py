@@ -227,13 +227,13 @@ def plan_for(prep, devices, members: int):
     """``layout.plan`` as ``invert`` calls it for ``prep`` (one problem, or ``members``
     stacked ones of its size); ``devices`` an int, or None for 1 or all as suits the
     size. Raises DeviceMemoryError when the problem does not fit."""
-    from helmholtz_pinn import layout
+    from helmholtz_pinn import layout, memory
 
     spec = prep.spec
     return layout.plan(
         devices,
         rows=int(prep.problem.count),
-        per_voxel=layout.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
         batch_size=spec.batch_size,
         members=members,
     )
@@ -342,7 +342,7 @@ def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
 def bench_volumes(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn import inversion, layout, train
+    from helmholtz_pinn import inversion, memory, train
     from helmholtz_pinn.errors import DeviceMemoryError
 
     cfg = base_config(args)
@@ -351,7 +351,7 @@ def bench_volumes(args, counts) -> list[dict]:
         ds = volume_dataset(args, n_edge)
         prep = inversion.prepare(ds, cfg)
         voxels = n_edge**3
-        problem_bytes = voxels * layout.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
+        problem_bytes = voxels * memory.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
         size = {"grid": [n_edge] * 3, "voxels": voxels, "problem_mb": problem_bytes / 2**20}
         timings, predicted = {}, False
         for mode, b in scaled_runs(args.volume_batch, args.batch_per_device):

@@ -107,7 +107,25 @@ def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
     estimates = [inversion.reference_modulus(d, Config()) for d in slices]
     assert cfg.mu_ref == pytest.approx(np.median(estimates))
     cycles = max(inversion.wave_cycles(d, cfg.mu_ref) for d in slices)
-    assert cfg.sigma_u == pytest.approx(Config().sigma_factor_u * cycles)
+    assert cfg.sigma_u == pytest.approx(1.0 * cycles)  # 2-D slices: factor 1
+
+
+def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
+    """sigma_u = factor * L / lambda_min, factor 0.25 for one 3-D fit (measured), the
+    configured factor where given."""
+    from helmholtz_pinn import problem
+
+    volume = Dataset(
+        u=np.stack([d.u for d in slices], axis=-1),
+        frequency=slices[0].frequency,
+        spacing=np.append(slices[0].spacing, slices[0].spacing[0]),
+    )
+    base = Config(**{**SMALL, "mu_ref": 3000.0})
+    cycles = inversion.wave_cycles(volume, 3000.0)
+    auto = inversion.shared_settings([volume], base)
+    assert auto.sigma_u == pytest.approx(problem.SIGMA_FACTOR_U_3D * cycles)
+    given = inversion.shared_settings([volume], base.replace(sigma_factor_u=0.6))
+    assert given.sigma_u == pytest.approx(0.6 * cycles)
 
 
 def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path, four_devices):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from settings import SMALL, plane_wave_slices
 
-from helmholtz_pinn import layout, train
+from helmholtz_pinn import memory, train
 from helmholtz_pinn.cli_args import config_from, parse_args
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
@@ -74,13 +74,13 @@ def test_resume_skips_finished_chunks_and_ends_bitwise(volume, chunked, tmp_path
 
 def test_chunk_size_from_the_memory_estimate(monkeypatch):
     spec = train.Spec.of(Config(**SMALL), 2, 2, 2)
-    per_voxel = layout.bytes_per_voxel(2, 2, 2)
-    one = layout.member_bytes(spec, 1000)
-    assert layout.member_bytes(spec, 3000) - one == 2000 * per_voxel  # batch 64 < rows
-    monkeypatch.setattr(layout, "free_device_memory", lambda device=None: 10 * one / 0.9 + 1)
-    assert layout.members_per_chunk(spec, 1000, n_devices=4) == 40  # 10 per device
-    monkeypatch.setattr(layout, "free_device_memory", lambda device=None: 1)
-    assert layout.members_per_chunk(spec, 1000) == 1  # at least one
+    per_voxel = memory.bytes_per_voxel(2, 2, 2)
+    one = memory.member_bytes(spec, 1000)
+    assert memory.member_bytes(spec, 3000) - one == 2000 * per_voxel  # batch 64 < rows
+    monkeypatch.setattr(memory, "free_device_memory", lambda device=None: 10 * one / 0.9 + 1)
+    assert memory.members_per_chunk(spec, 1000, n_devices=4) == 40  # 10 per device
+    monkeypatch.setattr(memory, "free_device_memory", lambda device=None: 1)
+    assert memory.members_per_chunk(spec, 1000) == 1  # at least one
 
 
 def test_chunk_size_from_the_command_line():

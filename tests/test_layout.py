@@ -11,7 +11,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 from settings import SMALL
 
-from helmholtz_pinn import inversion, layout, train
+from helmholtz_pinn import inversion, layout, memory, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
@@ -158,22 +158,22 @@ def test_plan_chooses_devices(four_devices):
 def test_memory_check_refuses_with_a_clear_message(monkeypatch):
     n = 256**3
     with pytest.raises(DeviceMemoryError) as err:
-        layout.check_device_memory(n, 84, free_bytes=2**30)
+        memory.check_device_memory(n, 84, free_bytes=2**30)
     msg = str(err.value)
     assert "16,777,216 voxel rows" in msg and "84 bytes each" in msg
     assert "1.31 GiB" in msg and "1.00 GiB free" in msg
-    assert layout.check_device_memory(n, 84, free_bytes=2**32) == 84 * n
+    assert memory.check_device_memory(n, 84, free_bytes=2**32) == 84 * n
     # invert plans (and refuses) before any array reaches the device
-    monkeypatch.setattr(layout, "free_device_memory", lambda device=None: 1000)
+    monkeypatch.setattr(memory, "free_device_memory", lambda device=None: 1000)
     with pytest.raises(DeviceMemoryError, match="210 voxel rows"):
         inversion.invert(volume(), Config(**SMALL), devices=1, progress=False)
 
 
 def test_bytes_per_voxel_matches_the_problem():
     """x float32 (d) + u complex64 (F C): 3-D, F = C = 3 is 84 bytes per voxel."""
-    assert layout.bytes_per_voxel(3, 3, 3) == 84
+    assert memory.bytes_per_voxel(3, 3, 3) == 84
     prep = inversion.prepare(volume(), Config(**SMALL))
-    assert prep.problem.x.nbytes + prep.problem.u.nbytes == 210 * layout.bytes_per_voxel(3, 1, 1)
+    assert prep.problem.x.nbytes + prep.problem.u.nbytes == 210 * memory.bytes_per_voxel(3, 1, 1)
 
 
 def test_initialize_distributed_needs_a_launcher(monkeypatch):
