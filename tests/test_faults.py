@@ -119,3 +119,18 @@ def test_a_full_disk_while_checkpointing_stops_with_one_line(files, tmp_path, mo
         "free space and continue with --resume"
     )
     assert sorted(p.name for p in folder.iterdir()) == ["5"]
+
+
+def test_a_second_ctrl_c_interrupts_at_once():
+    """Inside a block the first SIGINT only sets the flag (the block finishes); the
+    second raises KeyboardInterrupt at once; the handler is restored afterwards."""
+    from helmholtz_pinn import loop
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with loop._sigint_flag() as flag:
+            signal.raise_signal(signal.SIGINT)
+            assert flag == [True]  # first: noted, nothing raised
+            signal.raise_signal(signal.SIGINT)  # second: at once
+            pytest.fail("the second SIGINT did not interrupt")
+    assert signal.getsignal(signal.SIGINT) is before
