@@ -14,7 +14,7 @@ from typing import Literal
 from helmholtz_pinn.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "sin")
-MU_MODELS = ("voigt", "per-frequency")
+MU_MODELS = ("voigt", "per-frequency", "springpot")
 WEIGHTINGS = ("noise", "uniform")
 
 
@@ -40,8 +40,10 @@ class Config:
         Navier-Cauchy equation with a free pressure, vector data), or "auto" (navier
         for three-component data, hetero otherwise; :func:`helmholtz_pinn.forms.resolve`);
         checked when a fit is prepared.
-      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies)
-        or "per-frequency" (an independent complex modulus per frequency).
+      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies),
+        "springpot" (power law mu = kappa (i omega)^alpha: |mu| grows as omega^alpha and
+        the phase angle alpha pi / 2 is shared by all frequencies, 0 < alpha < 1) or
+        "per-frequency" (an independent complex modulus per frequency).
       weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
         both loss terms, n its noise RMS over its RMS, estimated from the data by
         :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
@@ -91,7 +93,7 @@ class Config:
     sigma_factor_mu: float = 0.5
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
-    mu_model: Literal["voigt", "per-frequency"] = "voigt"
+    mu_model: Literal["voigt", "per-frequency", "springpot"] = "voigt"
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03
     mu_ref: float | None = None

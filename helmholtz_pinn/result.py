@@ -99,7 +99,8 @@ class Result:
             figures.save_all(self, self.dataset, out)
         if nifti:
             data = self.dataset
-            maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim)
+            model = getattr(self.config, "mu_model", None)
+            maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim, model)
             maps["mask"] = (self.mask, "mask: fitted voxels are 1")
             affine = data.affine if affine is None else affine
             outputs.write_nifti_maps(out, maps, data.spacing, affine=affine)
@@ -145,7 +146,12 @@ def make_result(
     facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset, margin=margin, axes=axes)}
     facts.update(metric_margin=int(margin), metric_voxels=int(scored.sum()))
     facts["clinical"] = clinical.summaries(
-        mu, dataset.frequency, dataset.rho, scored, dataset.regions
+        mu,
+        dataset.frequency,
+        dataset.rho,
+        scored,
+        dataset.regions,
+        getattr(config, "mu_model", None),
     )
     facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history)
     for check in facts["fit_quality"]:

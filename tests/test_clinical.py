@@ -150,3 +150,20 @@ def test_missing_nibabel_names_the_pip_command(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "nibabel", None)
     with pytest.raises(MissingDependencyError, match="pip install"):
         outputs.write_nifti(tmp_path / "x.nii.gz", np.zeros((3, 3)), [1e-3, 1e-3])
+
+
+def test_model_parameters_are_read_off_the_modulus():
+    """Voigt mu_f = G' + i omega_f eta gives eta back (Pa s); a springpot
+    mu_f = k (i omega_f)^alpha gives alpha back; other models and single maps give none;
+    the NIfTI set names them with their unit."""
+    freqs = np.array([60.0, 90.0])
+    omega = 2 * np.pi * freqs[:, None, None]
+    voigt = 3000.0 + 1j * omega * np.full((1, 4, 5), 2.5)
+    assert clinical.model_parameters(voigt, freqs, "voigt")["viscosity"] == pytest.approx(2.5)
+    power = 40.0 * (1j * omega) ** 0.25 * np.ones((1, 4, 5))
+    np.testing.assert_allclose(clinical.model_parameters(power, freqs, "springpot")["alpha"], 0.25)
+    assert clinical.model_parameters(power, freqs, "per-frequency") == {}
+    assert clinical.model_parameters(power[0], freqs, "springpot") == {}
+    maps = clinical.nifti_maps(power, freqs, 1000.0, 2, "springpot")
+    assert maps["alpha_1"][1] == "springpot alpha in 1"
+    assert "viscosity_Pa_s" in clinical.nifti_maps(voigt, freqs, 1000.0, 2, "voigt")
