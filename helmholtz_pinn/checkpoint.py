@@ -118,6 +118,7 @@ class Checkpointer:
             "host": host.to_json(),
             "config": dataclasses.asdict(self.config),
             "data": self.data,
+            "members": list(np.shape(state.step)),  # [S] stacked (padded to the devices)
         }
         args = self._ocp.args.Composite(
             state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
@@ -163,6 +164,14 @@ class Checkpointer:
         meta = self._restore(step, ocp.args.Composite(host=ocp.args.JsonRestore())).host
         self._check_config(meta["config"])
         self._check_data(meta.get("data"))
+        saved, now = meta.get("members"), list(np.shape(like.step))
+        if saved is not None and saved != now:
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} holds {saved[0] if saved else 1} "
+                f"stacked fits (members padded to a multiple of the devices used); this run "
+                f"has {now[0] if now else 1}: resume with the --devices (devices=) of the "
+                "interrupted run"
+            )
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
         state = self._restore(
             step, ocp.args.Composite(state=ocp.args.StandardRestore(abstract))

@@ -127,6 +127,17 @@ def test_the_fingerprint_covers_every_member(data, tmp_path):
         invert(other, CFG, checkpoint_dir=folder, resume=True, progress=False, **run)
 
 
+def test_resume_on_another_device_count_names_the_devices(data, tmp_path):
+    """An ensemble of 3 on 4 devices is padded to 4 stacked fits; resuming it on one
+    device (3 fits) is refused with the reason and the remedy, not called corrupt."""
+    folder = tmp_path / "checkpoints"
+    stop = _stop_after_first_block
+    run = dict(ensemble=3, progress=False, checkpoint_dir=folder)
+    invert(data, CFG, callback=stop, devices=4, **run)
+    with pytest.raises(CheckpointError, match=r"holds 4 stacked fits .* this run has 3: resume"):
+        invert(data, CFG, resume=True, devices=1, **run)
+
+
 # --- faults: a write killed half way, a corrupt checkpoint -----------------------------
 
 
