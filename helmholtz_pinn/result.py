@@ -153,7 +153,7 @@ def make_result(
         dataset.regions,
         getattr(config, "mu_model", None),
     )
-    facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history)
+    facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history, mu_std)
     for check in facts["fit_quality"]:
         if not check["passed"]:
             message = f"fit quality: {check['name']}: {check['message']}"
@@ -232,14 +232,19 @@ def baseline_result(
 
 
 def quality_checks(
-    dataset: Dataset, config: Any, mu: np.ndarray, facts: dict, history: list[dict] | None
+    dataset: Dataset,
+    config: Any,
+    mu: np.ndarray,
+    facts: dict,
+    history: list[dict] | None,
+    mu_std: np.ndarray | None = None,
 ) -> list[dict]:
     """The ``fit_quality`` entry of a Result's facts (:func:`quality.fit_quality`).
 
     A PINN fit (``config`` a :class:`~helmholtz_pinn.config.Config`) runs every check:
     against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
-    the run facts have them) and the history. The AHI estimate is the facts'
-    ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
+    the run facts have them), the history and an ensemble's ``mu_std``. The AHI estimate
+    is the facts' ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
     :func:`baselines.estimate_modulus` of the dataset. A baseline
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
     ``modulus_range``, against the AHI estimate of the data as the reference.
@@ -266,4 +271,5 @@ def quality_checks(
         noise_fraction=facts.get("noise_fraction"),
         field_weight=facts.get("field_weight"),
         history=history,
+        mu_std=mu_std,
     )

@@ -253,6 +253,7 @@ GOOD = dict(  # the inputs of a plausible fit of 3 kPa tissue
     final_pde=0.01,
     noise_fraction=[[0.1, 0.1]],
     history=[{"loss": 1.0, "last_loss": 0.5}, {"loss": 0.05, "last_loss": 0.02}],
+    mu_std=np.full(GRID, 90.0 + 9j),  # an ensemble whose seeds agree to 3 %
 )
 
 
@@ -316,12 +317,15 @@ def test_collapsed_modulus_fails_range_and_ahi_checks():
     ],
 )
 def test_each_check_fails_on_its_failure(name, mu, inputs, value):
-    checks = by_name(fit_quality(mu, MASK, 3000.0, **{**GOOD, **inputs}))
+    agreeing = 0.03 * np.abs(mu)  # seeds that agree to 3 % of this map's G'
+    checks = by_name(fit_quality(mu, MASK, 3000.0, **{**GOOD, "mu_std": agreeing, **inputs}))
     assert not checks[name]["passed"] and not checks[name]["skipped"]
     assert checks[name]["value"] == pytest.approx(value)
     assert "try" in checks[name]["message"]  # what to do about it
     others = [c["name"] for c in checks.values() if not c["passed"] and c["name"] != name]
-    assert not others or name == "modulus_range" and others == ["ahi_agreement"]
+    nan_map = not np.isfinite(mu).any()  # no finite G': no seed agreement either
+    allowed = [[], ["ahi_agreement"]] + [["ahi_agreement", "seed_agreement"]] * nan_map
+    assert not others or name == "modulus_range" and others in allowed
 
 
 def test_range_check_passes_below_half_the_mask():
@@ -397,3 +401,17 @@ def test_loss_modulus_error_is_relative_to_the_true_loss_modulus():
     ev = evaluate(mu.real + 1.2j * mu.imag, data)
     assert ev["median_rel_error_loss"] == pytest.approx(0.2)
     assert ev["median_rel_error_storage"] == pytest.approx(0.0)
+
+
+def test_seeds_that_disagree_fail_the_seed_check_and_one_seed_skips_it():
+    """An ensemble whose seeds' G' spread is 15 % of G' (as measured for the elastic
+    fixture's bad seed pair) fails; 3 % passes; one seed (no mu_std) skips the check."""
+    mu = np.full(GRID, 3000.0 + 300j)
+    bad = {**GOOD, "mu_std": np.full(GRID, 450.0 + 10j)}
+    check = by_name(fit_quality(mu, MASK, 3000.0, **bad))["seed_agreement"]
+    assert not check["passed"] and check["value"] == pytest.approx(0.15)
+    assert "depends on the initialisation" in check["message"]
+    assert by_name(fit_quality(mu, MASK, 3000.0, **GOOD))["seed_agreement"]["passed"]
+    one = by_name(fit_quality(mu, MASK, 3000.0, **{**GOOD, "mu_std": None}))["seed_agreement"]
+    assert one["passed"] and one["skipped"]
+
