@@ -21,6 +21,7 @@ MODULES = (
     "data",
     "stencils",
     "readers",
+    "masks",
     "presets",
     "scanner",
     "scalar_fd",

@@ -160,7 +160,8 @@ def cmd_convert(args) -> int:
     from helmholtz_pinn.scanner import convert
 
     keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit", "phase", "preset")
-    dataset = convert(args.inputs, **{k: getattr(args, k) for k in keys})
+    mask_from = "magnitude" if args.mask_from_magnitude else None
+    dataset = convert(args.inputs, mask_from=mask_from, **{k: getattr(args, k) for k in keys})
     _write_dataset(dataset, args.out)
     return 0
 

@@ -288,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="known MATLAB layout: bioqic = BIOQIC/MDEV 6-D phase [rows, columns, slices, "
         "time steps, components, frequencies], its variable names and info struct",
     )
+    conv.add_argument(
+        "--mask-from-magnitude",
+        action="store_true",
+        help="mask the tissue in the magnitude images (a mag/phase NIfTI pair, or a MAT "
+        "'magnitude' variable): Otsu threshold of the mean magnitude, holes filled, the "
+        "largest region (default: the file's mask variable, else every voxel)",
+    )
     return parser
 
 

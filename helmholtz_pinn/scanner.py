@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helmholtz_pinn import presets
+from helmholtz_pinn import masks, presets
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import DatasetError
 from helmholtz_pinn.readers import (
@@ -96,6 +96,7 @@ def convert(
     spacing_unit: str = "m",
     phase: str | None = None,
     preset: str | None = None,
+    mask_from: str | None = None,
 ) -> Dataset:
     """Read scanner files into a validated :class:`Dataset`.
 
@@ -124,6 +125,10 @@ def convert(
         "bioqic" reads BIOQIC/MDEV-style 6-D phase arrays ``[rows, columns, slices,
         time steps, components, frequencies]`` with their variable names; ``variable``,
         ``axes``, ``phase``, ``frequency`` and ``spacing`` still override it.
+      mask_from: "magnitude": the mask is made from the magnitude images (a
+        "nifti-polar" pair's first file, or a MATLAB ``magnitude`` variable laid out like
+        the wave field) by :func:`helmholtz_pinn.masks.from_magnitude`; not with a mask
+        variable in the file. None: the file's ``mask`` variable, else every voxel.
 
     A NIfTI input sets the dataset's ``affine`` (:func:`grid_affine`: the header's, in
     mm, for the grid axes); a MATLAB input has none.
@@ -149,10 +154,11 @@ def convert(
     phase = "auto" if series and phase is None else phase
     if kind == "mat":
         source = _mat_source(paths, variable, unit, spec, spacing is None)
-        name, wave, file_freq, file_spacing, mask = source
+        name, wave, file_freq, file_spacing, mask, magnitude = source
     else:
         wave, zooms = read_nifti_wave(paths, kind, phase_series=series)
         name, file_freq, mask = paths[0].name, None, None
+        magnitude = read_nifti(paths[0])[0] if kind == "nifti-polar" and mask_from else None
     axes = axes if axes is not None else _default_axes(wave, name, kind != "mat")
     u = arrange(wave, axes, name, phase=phase)
     if spacing is not None:
@@ -168,8 +174,11 @@ def convert(
         )
     affine = _input_affine(paths[0], axes) if kind != "mat" else None
     u, values = _squeeze_single_slice(u, values)
-    if mask is not None:
+    if mask_from is not None:
+        mask = masks.for_convert(mask_from, magnitude, mask, axes, paths[0])
+    elif mask is not None:
         mask = _grid_array(mask, axes, "mask")
+    if mask is not None:
         if mask.ndim == 3 and mask.shape[2] == 1 and u.ndim == 4:  # squeezed slice
             mask = mask[..., 0]
     return Dataset(
@@ -193,8 +202,9 @@ def _mat_source(
     unit: float,
     spec: presets.Preset | None,
     need_spacing: bool,
-) -> tuple[str, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """(wave name, wave array, frequency Hz, spacing m (if ``need_spacing``), mask) from
+) -> tuple:
+    """(wave name, wave array, frequency Hz, spacing m (if ``need_spacing``), mask,
+    magnitude) from
     one MATLAB file, laid out by the preset ``spec`` when given."""
     if len(paths) != 1:
         raise DatasetError(f"kind 'mat' takes one file; got {len(paths)}")
@@ -211,7 +221,7 @@ def _mat_source(
     if spacing is None:
         spacing = metadata(variables, SPACING_NAMES, "spacing", path)
         spacing = None if spacing is None else spacing * unit
-    return name, wave, frequency, spacing, variables.get("mask")
+    return name, wave, frequency, spacing, variables.get("mask"), variables.get("magnitude")
 
 
 # --- layout ---
