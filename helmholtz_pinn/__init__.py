@@ -58,6 +58,7 @@ _EXPORTS = {
     "Config": "config",
     "Dataset": "data",
     "load": "data",
+    "example": "data",
     "save": "data",
     "convert": "scanner",
     "PHANTOMS": "phantoms",

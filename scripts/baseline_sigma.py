@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
 from helmholtz_pinn import baselines, data, metrics, phantoms
 
-ELASTIC = Path(__file__).resolve().parents[1] / "tests" / "data" / "elastic_two_ellipse_slice.npz"
 NOISE = (None, -20.0)
 
 
@@ -100,7 +98,7 @@ def main(argv=None) -> None:
     p.add_argument("--sigmas", type=float, nargs="+", default=[0.5, 0.75, 1, 1.5, 2, 2.5, 3])
     args = p.parse_args(argv)
     scalar = phantoms.simulate_phantom("four-target")
-    elastic = data.load(ELASTIC)
+    elastic = data.example("elastic-two-ellipse-slice")
     rows = sweep("ahi", scalar, baselines.ahi, args.sigmas, args.seeds)
     rows += sweep("curl-mdev", elastic, baselines.curl_mdev, args.sigmas, args.seeds)
     spacing_mm = {"ahi": scalar.spacing[0] * 1e3, "curl-mdev": elastic.spacing[0] * 1e3}

@@ -428,6 +428,7 @@ def test_the_default_widths_are_the_measured_ones():
     sigmas, seeds = (1.0, 1.5, 2.0, 2.5, 3.0), (0,)
     scalar = phantoms.simulate_phantom("four-target")
     rows = script.sweep("ahi", scalar, baselines.ahi, sigmas, seeds)
-    rows += script.sweep("curl-mdev", data.load(script.ELASTIC), baselines.curl_mdev, sigmas, seeds)
+    elastic = data.example("elastic-two-ellipse-slice")
+    rows += script.sweep("curl-mdev", elastic, baselines.curl_mdev, sigmas, seeds)
     assert script.best(rows, "ahi") == baselines.AHI_SIGMA
     assert script.best(rows, "curl-mdev") == baselines.CURL_SIGMA

@@ -297,3 +297,18 @@ def test_z_slices_move_the_affine_origin_along_z(rng):
     assert keep == [0, 2]
     np.testing.assert_allclose(slices[1].affine[:3, 3], [10, -5, 2 + 2 * 3])
     np.testing.assert_allclose(slices[1].affine[:3, :3], affine[:3, :3])
+
+
+def test_the_stored_example_loads_and_unknown_names_are_listed():
+    """The packaged elastic example: 3 components on 30 x 36 voxels of 2 mm at 80 and
+    100 Hz, with its true modulus and regions; an unknown name lists the valid ones."""
+    from helmholtz_pinn.data import EXAMPLES, example
+
+    d = example("elastic-two-ellipse-slice")
+    assert d.u.shape == (2, 3, 30, 36) and d.frequency.tolist() == [80.0, 100.0]
+    np.testing.assert_allclose(d.spacing, [2e-3, 2e-3])
+    assert d.mu is not None and sorted(np.unique(d.regions).tolist()) == [1, 2, 3]
+    with pytest.raises(
+        DatasetError, match="unknown example 'nope'; valid names: " + next(iter(EXAMPLES))
+    ):
+        example("nope")

@@ -1,19 +1,17 @@
 """A small elastic FEM phantom (data the PINN's own model did not produce) is recovered.
 
-Fixture ``tests/data/elastic_two_ellipse_slice.npz``: the middle z-slice of
+Fixture ``hp.example("elastic-two-ellipse-slice")`` (in ``helmholtz_pinn/examples/``): the
+middle z-slice of
 ``elastic.simulate_elastic("two-ellipse", frequencies=(80.0, 100.0), shape=(30, 36, 5),
 spacing=(2e-3, 2e-3, 2e-3))`` (3-D viscoelastic Navier-Cauchy by P2 finite elements, free
 faces; 100 s to solve on 2 cores, hence stored): 30 x 36 voxels of 2 mm, three
 components, a 6 kPa and a 1.5 kPa ellipse in 3 kPa.
 """
 
-from pathlib import Path
-
 from helmholtz_pinn import baselines, inversion, metrics
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.data import load
+from helmholtz_pinn.data import example
 
-FIXTURE = Path(__file__).parent / "data" / "elastic_two_ellipse_slice.npz"
 CPU_FIT = Config(
     width=64, depth=2, mu_width=32, mu_depth=2, n_features=32, batch_size=1080,
     steps=2000, sync_interval=100, pde_warmup=300, learning_rate=3e-3, seed=0,
@@ -29,7 +27,7 @@ def test_small_elastic_phantom_is_recovered_by_the_default_form():
     of these small networks (docs/accuracy.md). Bounds: median and every region < 20 %,
     each contrast > 60 %, and better than smoothed AHI.
     """
-    data = load(FIXTURE)
+    data = example("elastic-two-ellipse-slice")
     res = inversion.invert(data, CPU_FIT, devices=1, progress=False)
     assert res.metrics["pde"] == "navier"
     ev = metrics.evaluate(res.mu, data)

@@ -414,4 +414,3 @@ def test_seeds_that_disagree_fail_the_seed_check_and_one_seed_skips_it():
     assert by_name(fit_quality(mu, MASK, 3000.0, **GOOD))["seed_agreement"]["passed"]
     one = by_name(fit_quality(mu, MASK, 3000.0, **{**GOOD, "mu_std": None}))["seed_agreement"]
     assert one["passed"] and one["skipped"]
-

@@ -44,7 +44,7 @@ def test_the_projects_datasets_pass():
     four = phantoms.simulate_phantom("four-target")  # the others measured alike (~3 kPa)
     sets = [four, dataclasses.replace(four, u=phantoms.add_noise(four.u, -20, 0))]
     sets += [plane_wave_dataset(), plane_wave_dataset(n=24, freqs=(120.0,))]
-    sets += [data.load("tests/data/elastic_two_ellipse_slice.npz")]
+    sets += [data.example("elastic-two-ellipse-slice")]
     for d in sets:
         assert plausibility.check(d) == []
 

@@ -20,12 +20,12 @@ import numpy as np
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
-from helmholtz_pinn.errors import CheckpointError, ConfigError
+from helmholtz_pinn.errors import CheckpointError, ConfigError, OutputError
 from helmholtz_pinn.loop import HostState
 from helmholtz_pinn.train import TrainState
 
 # fields that may differ between the run that saved and the run that resumes
-RESUMABLE_CHANGES = ("steps", "checkpoint_every")
+RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin")
 
 
 def fingerprint(datasets: Sequence[Dataset]) -> dict:
@@ -102,10 +102,12 @@ class Checkpointer:
         )
 
     def __call__(self, state: TrainState, host: HostState) -> None:
-        """Save every ``every`` blocks and after the last block."""
+        """Save every ``every`` blocks, after the last block and at an early stop (so a
+        finished fit restores as finished)."""
         done = len(host.history)
         last = -(-self.config.steps // self.config.sync_interval)
-        if done % self.every == 0 or done >= last:
+        stopped = all(p.stopped for p in host.plateaus)
+        if done % self.every == 0 or done >= last or stopped:
             self.save(state, host)
 
     def save(self, state: TrainState, host: HostState) -> None:
@@ -116,32 +118,60 @@ class Checkpointer:
             "host": host.to_json(),
             "config": dataclasses.asdict(self.config),
             "data": self.data,
+            "members": list(np.shape(state.step)),  # [S] stacked (padded to the devices)
         }
-        self.manager.save(
-            step,
-            args=self._ocp.args.Composite(
-                state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
-            ),
+        args = self._ocp.args.Composite(
+            state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
         )
-        self.manager.wait_until_finished()
+        try:
+            self.manager.save(step, args=args)
+            self.manager.wait_until_finished()
+        except OSError as err:  # disk full, read-only: the previous checkpoint is whole
+            kept = self.manager.latest_step()
+            raise OutputError(
+                f"cannot write checkpoint {self.directory / str(step)}: "
+                f"{err.strerror or err}; "
+                + ("no earlier checkpoint" if kept is None else f"step {kept} is kept")
+                + ": free space and continue with --resume"
+            ) from None
 
-    def latest(self) -> Path | None:
-        """The folder of the newest complete checkpoint, or None."""
-        step = self.manager.latest_step()
-        return None if step is None else self.directory / str(step)
-
-    def restore(self, like: TrainState) -> tuple[TrainState, HostState] | None:
-        """The newest checkpoint shaped like ``like``, or None if there is none.
+    def restore(self, like: TrainState) -> tuple[TrainState, HostState, int] | None:
+        """The newest readable checkpoint shaped like ``like`` as (state, host, step), or
+        None if there is none. One that cannot be read (corrupt, truncated) is noted in
+        ``self.unreadable`` and the next older one is tried (the unreadable ones are then
+        deleted); when none can be read, the newest one's error is raised.
 
         The settings and the data fingerprint are checked (from the small JSON item)
         before the state is read, so other data are named, not met as a shape error."""
-        step = self.manager.latest_step()
-        if step is None:
-            return None
+        self.unreadable: list[str] = []
+        bad = []
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            try:
+                state, host = self._restore_step(step, like)
+            except _Unreadable as err:
+                self.unreadable.append(str(err))
+                bad.append(step)
+                continue
+            for b in bad:  # a later save of that step would otherwise be skipped
+                self.manager.delete(b)
+            return state, host, step
+        if self.unreadable:
+            raise CheckpointError(f"{self.unreadable[0]}; remove the folder to start afresh")
+        return None
+
+    def _restore_step(self, step: int, like: TrainState) -> tuple[TrainState, HostState]:
         ocp = self._ocp
         meta = self._restore(step, ocp.args.Composite(host=ocp.args.JsonRestore())).host
         self._check_config(meta["config"])
         self._check_data(meta.get("data"))
+        saved, now = meta.get("members"), list(np.shape(like.step))
+        if saved is not None and saved != now:
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} holds {saved[0] if saved else 1} "
+                f"stacked fits (members padded to a multiple of the devices used); this run "
+                f"has {now[0] if now else 1}: resume with the --devices (devices=) of the "
+                "interrupted run"
+            )
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
         state = self._restore(
             step, ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
@@ -151,10 +181,11 @@ class Checkpointer:
     def _restore(self, step: int, args):
         try:
             return self.manager.restore(step, args=args)
-        except (ValueError, KeyError, OSError) as err:
-            raise CheckpointError(
-                f"checkpoint {self.directory / str(step)} cannot be restored ({err}); "
-                "remove the folder to start afresh"
+        except (ValueError, KeyError, OSError, TypeError) as err:
+            why = " ".join(str(err).split())  # orbax/tensorstore: long, several lines
+            why = why if len(why) <= 160 else why[:157] + "..."
+            raise _Unreadable(
+                f"checkpoint {self.directory / str(step)} cannot be restored ({why})"
             ) from None
 
     def _check_data(self, saved: dict | None) -> None:
@@ -179,6 +210,10 @@ class Checkpointer:
 
     def close(self) -> None:
         self.manager.close()
+
+
+class _Unreadable(CheckpointError):
+    """A checkpoint whose files cannot be read (an older one may still be)."""
 
 
 def resume_mode(resume) -> bool | str:
@@ -214,9 +249,11 @@ def start(
         ckpt.close()
         raise
     if restored is not None:
-        state, host = restored
-        path = ckpt.latest()
-        return ckpt, state, host, {"resumed_from_step": int(path.name), "resumed_from": str(path)}
+        state, host, step = restored
+        facts = {"resumed_from_step": step, "resumed_from": str(ckpt.directory / str(step))}
+        if ckpt.unreadable:
+            facts["unreadable_checkpoints"] = ckpt.unreadable
+        return ckpt, state, host, facts
     if resume:
         where = "(no checkpoint folder given)" if ckpt is None else str(ckpt.directory)
         if resume == "strict":

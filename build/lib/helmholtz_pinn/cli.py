@@ -3,7 +3,8 @@
 The commands only map arguments onto library calls (``invert`` is
 :func:`helmholtz_pinn.inversion.invert` and nothing else); the parser is
 :mod:`helmholtz_pinn.cli_args`. The package's own errors (:mod:`helmholtz_pinn.errors`)
-print one line ``helmholtz-pinn CMD: error: ...`` and exit 2; a divergence exits 3
+print one line ``helmholtz-pinn CMD: error: ...`` and exit 2; a divergence exits 3;
+Ctrl-C (SIGINT) prints one line and exits 130 (a fit first writes a final checkpoint)
 (``--debug``: the traceback). JAX is imported only by the commands.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from helmholtz_pinn import elastic_cli
 from helmholtz_pinn.cli_args import (  # noqa: F401 (build_parser: the docs and tests use it)
     EXIT_DIVERGED,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     build_parser,
     config_from,
@@ -23,15 +25,17 @@ from helmholtz_pinn.cli_args import (  # noqa: F401 (build_parser: the docs and 
 )
 
 
-def _load_or_phantom(path: Path | None, out: Path):
+def _load_or_phantom(path: Path | None, out: Path, save: bool = True):
+    """The dataset at ``path``, or the built-in phantom (saved into ``out`` if ``save``)."""
     from helmholtz_pinn import data, phantoms
 
     if path is not None:
         return data.load(path)
     print("no DATA given: simulating the built-in four-target phantom", file=sys.stderr)
     dataset = phantoms.simulate_phantom("four-target")
-    out.mkdir(parents=True, exist_ok=True)
-    data.save(dataset, out / "phantom.npz")
+    if save:
+        out.mkdir(parents=True, exist_ok=True)
+        data.save(dataset, out / "phantom.npz")
     return dataset
 
 
@@ -65,27 +69,31 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_invert(args) -> int:
+    import jax
+
     from helmholtz_pinn import inversion, layout, logs, outputs
     from helmholtz_pinn.compile_cache import enable_compilation_cache
     from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 
-    layout.initialize_distributed()  # multi-host launch (docs/scaling.md); else a no-op
+    # many processes (docs/scaling.md): flags, environment or Slurm; else a no-op
+    layout.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    writer = jax.process_index() == 0  # every process fits; process 0 alone writes results
     cfg = config_from(args).replace(seed=args.seed)
     paths = args.data or [None]
     if args.slicewise and len(paths) != 1:
         raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
     fresh = not args.out.exists()
-    datasets = [_load_or_phantom(p, args.out) for p in paths]
+    datasets = [_load_or_phantom(p, args.out, save=writer) for p in paths]
     outputs.prepare_dir(args.out)
     enable_compilation_cache(args.cache_dir)
-    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard else None
+    board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard and writer else None
     try:
         results = inversion.invert(
             datasets[0] if len(datasets) == 1 else datasets,
             cfg,
             slicewise=args.slicewise,
             devices=args.devices,
-            progress=not args.no_progress,
+            progress=not args.no_progress and writer,
             callback=board,
             checkpoint_dir=None if args.no_checkpoints else args.out / "checkpoints",
             resume="strict" if args.resume_strict else args.resume,
@@ -100,7 +108,8 @@ def cmd_invert(args) -> int:
             args.out.rmdir()
         raise
     except DivergenceError as err:
-        outputs.write_json(args.out / "failure.json", {"error": str(err)})
+        if writer:
+            outputs.write_json(args.out / "failure.json", {"error": str(err)})
         where = f"no result written; see {args.out / 'failure.json'}"
         print(f"helmholtz-pinn invert: error: {err} ({where})", file=sys.stderr)
         return EXIT_DIVERGED
@@ -111,9 +120,7 @@ def cmd_invert(args) -> int:
         dirs = outputs.result_dirs(args.out, paths)
     else:
         results, dirs = [results], [args.out]
-    import jax
-
-    if jax.process_index() == 0:  # one writer when several hosts run the same program
+    if writer:
         for result, out in zip(results, dirs, strict=True):
             result.save(out, nifti=args.nifti)
             _summary(result.metrics, out)
@@ -126,7 +133,12 @@ def cmd_baseline(args) -> int:
     dataset = data.load(args.data)
     notes = plausibility.check(dataset, force=args.force)
     keys = ("smoothing", "sigma", "sigma_mm", "window")
-    res = result.baseline_result(dataset, args.method, **{k: getattr(args, k) for k in keys})
+    res = result.baseline_result(
+        dataset,
+        args.method,
+        margin=args.metric_margin,
+        **{k: getattr(args, k) for k in keys},
+    )
     res.metrics["notes"] = res.metrics.get("notes", []) + notes
     res.save(args.out)
     _summary(res.metrics, args.out)
@@ -147,8 +159,9 @@ def _summary(facts: dict, out: Path) -> None:
 def cmd_convert(args) -> int:
     from helmholtz_pinn.scanner import convert
 
-    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit")
-    dataset = convert(args.inputs, **{k: getattr(args, k) for k in keys})
+    keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit", "phase", "preset")
+    mask_from = "magnitude" if args.mask_from_magnitude else None
+    dataset = convert(args.inputs, mask_from=mask_from, **{k: getattr(args, k) for k in keys})
     _write_dataset(dataset, args.out)
     return 0
 
@@ -160,13 +173,19 @@ COMMANDS = dict(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from helmholtz_pinn.errors import HelmholtzPinnError
-    from helmholtz_pinn.metrics import FitQualityWarning
+    from helmholtz_pinn.errors import HelmholtzPinnError, Interrupted
+    from helmholtz_pinn.quality import FitQualityWarning
 
     try:
         with warnings.catch_warnings():  # _summary prints failed checks, once per result
             warnings.simplefilter("ignore", FitQualityWarning)
             return COMMANDS[args.command](args)
+    except (Interrupted, KeyboardInterrupt) as err:  # Ctrl-C: one line, status 130
+        if args.debug:
+            raise
+        said = str(err) or "interrupted (SIGINT) outside a training block: nothing new saved"
+        print(f"helmholtz-pinn {args.command}: {said}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except HelmholtzPinnError as err:
         if args.debug:
             raise

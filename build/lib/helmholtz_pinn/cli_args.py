@@ -21,6 +21,7 @@ from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130  # SIGINT, as a shell reports it
 
 
 def _near(word: str, candidates) -> str | None:
@@ -50,18 +51,42 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line; an unknown argument is an error of its subcommand, with the
-    nearest option of that subcommand as a suggestion."""
+    nearest option of that subcommand as a suggestion, as is an incomplete launch over
+    many processes."""
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
     if unknown:
-        sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
         options = [o for p in (parser, sub) for a in p._actions for o in a.option_strings]
         hints = [(w, _near(w, options) if w.startswith("-") else None) for w in unknown]
         if len(hints) == 1 and hints[0][1]:
             sub.error(f"unrecognized argument {unknown[0]}; did you mean {hints[0][1]}?")
         words = [w + (f" (did you mean {n}?)" if n else "") for w, n in hints]
         sub.error(f"unrecognized argument{'s' * (len(hints) > 1)} {', '.join(words)}")
+    if args.command == "invert" and (problem := _processes_problem(args)):
+        sub.error(problem)
     return args
+
+
+def _processes_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--coordinator / --num-processes / --process-id``, or None:
+    all three or none, and 0 <= I < P."""
+    given = [args.coordinator, args.num_processes, args.process_id]
+    if all(v is None for v in given):
+        return None
+    if any(v is None for v in given):
+        names = ("--coordinator", "--num-processes", "--process-id")
+        missing = [n for n, v in zip(names, given, strict=True) if v is None]
+        return (
+            f"a launch over many processes needs all three of {', '.join(names)}; "
+            f"missing {', '.join(missing)}"
+        )
+    if args.process_id >= args.num_processes:
+        return (
+            f"--process-id {args.process_id} is outside 0 .. {args.num_processes - 1} "
+            f"(--num-processes {args.num_processes})"
+        )
+    return None
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +106,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
         if field.name == "pde":
             choices = forms.names()
         kind = type(field.default) if field.default is not None else float
+        if field.default is None and int in typing.get_args(hint):
+            kind = int
         group.add_argument(
             flag,
             dest=field.name,
@@ -154,6 +181,19 @@ def build_parser() -> argparse.ArgumentParser:
         "members as devices, or a large problem - else one)",
     )
     inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
+    many = inv.add_argument_group(
+        "many processes (jax.distributed; all three or none; docs/scaling.md)"
+    )
+    many.add_argument(
+        "--coordinator",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="address of process 0, which runs the coordinator (any free port)",
+    )
+    many.add_argument("--num-processes", type=_positive, metavar="P", help="processes in all")
+    many.add_argument(
+        "--process-id", type=_non_negative, metavar="I", help="this process, 0 .. P-1"
+    )
     inv.add_argument(
         "--seed", type=int, default=0, help="seed of the network initialisation and sampling"
     )
@@ -208,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
     base.add_argument("--out", type=Path, required=True, help="output folder")
     base.add_argument("--force", action="store_true", help="run even if implausible (see invert)")
+    base.add_argument("--metric-margin", type=int, default=0, help="as for invert (voxels)")
 
     conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
     conv.add_argument(
@@ -234,6 +275,26 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["m", "mm"],
         help="unit of --spacing and of spacing read from MAT files",
     )
+    conv.add_argument(  # choices: readers.PHASE_MODES, presets.PRESETS (not imported here)
+        "--phase",
+        choices=["auto", "time", "space", "unwrapped"],
+        help="the t-axis images are MR phase in radians: unwrap along time, over space, not "
+        "at all (unwrapped) or auto (unwrapped if |phase| > pi, else time); offset and "
+        "drift are removed (default: auto for a mag/phase NIfTI pair with t, else none)",
+    )
+    conv.add_argument(
+        "--preset",
+        choices=["bioqic"],
+        help="known MATLAB layout: bioqic = BIOQIC/MDEV 6-D phase [rows, columns, slices, "
+        "time steps, components, frequencies], its variable names and info struct",
+    )
+    conv.add_argument(
+        "--mask-from-magnitude",
+        action="store_true",
+        help="mask the tissue in the magnitude images (a mag/phase NIfTI pair, or a MAT "
+        "'magnitude' variable): Otsu threshold of the mean magnitude, holes filled, the "
+        "largest region (default: the file's mask variable, else every voxel)",
+    )
     return parser
 
 
@@ -249,3 +310,22 @@ def _devices_arg(text: str) -> int | str:
     if text.isdigit() and int(text) >= 1:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected a positive integer or 'all'; got {text!r}")
+
+
+def _positive(text: str) -> int:
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+
+
+def _non_negative(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
+
+
+def _host_port(text: str) -> str:
+    host, _, port = text.rpartition(":")
+    if host and port.isdigit() and 0 < int(port) < 65536:
+        return text
+    raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 10.0.0.1:1234); got {text!r}")

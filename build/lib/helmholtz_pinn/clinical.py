@@ -46,7 +46,16 @@ QUANTITIES = {
 }
 UNITS = {name: unit for name, (_, unit, _) in QUANTITIES.items()}
 
-__all__ = ["QUANTITIES", "UNITS", "nifti_maps", "per_map", "quantities", "summaries"]
+__all__ = [
+    "MODEL_PARAMETERS",
+    "QUANTITIES",
+    "UNITS",
+    "model_parameters",
+    "nifti_maps",
+    "per_map",
+    "quantities",
+    "summaries",
+]
 
 
 def quantities(mu: np.ndarray, rho: float, frequency: float | None = None) -> dict[str, np.ndarray]:
@@ -121,6 +130,7 @@ def summaries(
     rho: float,
     mask: np.ndarray,
     regions: np.ndarray | None = None,
+    mu_model: str | None = None,
 ) -> dict:
     """The ``clinical`` entry of ``metrics.json``: medians of every quantity.
 
@@ -132,7 +142,9 @@ def summaries(
          "regions": {"60Hz": {"1": {"storage": ...}, "2": ...}}}  # with region labels
 
     Medians are taken inside ``mask``; ``regions`` (labels >= 1, shape ``grid``) adds
-    one entry per label found in the mask.
+    one entry per label found in the mask. A Voigt or springpot fit (``mu_model``) adds
+    ``"model": {"name": ..., "units": ..., "mask": {...}, "regions": {...}}`` with the
+    medians of its parameters (:func:`model_parameters`).
     """
     mask = np.asarray(mask, dtype=bool)
     maps = per_map(mu, frequency, rho, mask.ndim)
@@ -147,11 +159,22 @@ def summaries(
                 for region, median in region_medians(v, regions, mask).items():
                     by_region.setdefault(str(region), {})[q] = _finite(median)
             out["regions"][label] = by_region
+    params = model_parameters(mu, frequency, mu_model)
+    if params:
+        units = {k: MODEL_PARAMETERS[mu_model][k][1] for k in params}
+        entry = {"name": mu_model, "units": units}
+        entry["mask"] = {k: _median(v[mask]) for k, v in params.items()}
+        if regions is not None:
+            entry["regions"] = {}
+            for k, v in params.items():
+                for region, median in region_medians(v, regions, mask).items():
+                    entry["regions"].setdefault(str(region), {})[k] = _finite(median)
+        out["model"] = entry
     return out
 
 
 def nifti_maps(
-    mu: np.ndarray, frequency: np.ndarray, rho: float, grid_ndim: int
+    mu: np.ndarray, frequency: np.ndarray, rho: float, grid_ndim: int, mu_model: str | None = None
 ) -> dict[str, tuple[np.ndarray, str]]:
     """``{file stem: (map, description)}`` for ``OUT/maps/<stem>.nii.gz``.
 
@@ -159,13 +182,42 @@ def nifti_maps(
     ``speed_m_per_s_60Hz``, ``phase_rad_60Hz`` (labels as in :func:`per_map`); the
     description (NIfTI ``descrip``, at most 80 characters) names the quantity and its
     unit, e.g. ``"storage G' in Pa, 60Hz"`` (NIfTI has no unit field for intensities).
+    A Voigt or springpot fit adds its parameters, ``viscosity_Pa_s`` or ``alpha_1``.
     """
     out = {}
     for label, values in per_map(mu, frequency, rho, grid_ndim).items():
         for q, v in values.items():
             symbol, unit, tag = QUANTITIES[q]
             out[f"{q}_{tag}_{label}"] = (v, f"{q} {symbol} in {unit}, {label}"[:80])
+    for name, v in model_parameters(mu, frequency, mu_model).items():
+        symbol, unit, tag = MODEL_PARAMETERS[mu_model][name]
+        out[f"{name}_{tag}"] = (v, f"{mu_model} {symbol} in {unit}")
     return out
+
+
+# the fitted model's own parameters: name -> (symbol, unit, unit in file names)
+MODEL_PARAMETERS = {
+    "voigt": {"viscosity": ("eta", "Pa s", "Pa_s")},
+    "springpot": {"alpha": ("alpha", "1", "1")},
+}
+
+
+def model_parameters(mu: np.ndarray, frequency: np.ndarray, mu_model: str | None) -> dict:
+    """The parameters of ``mu_model`` read off a fitted modulus ``mu`` (F, *grid) in Pa,
+    one map each: Voigt (mu = G' + i omega eta): the viscosity eta = G'' / omega (Pa s);
+    springpot (mu = kappa (i omega)^alpha): the exponent alpha = 2 arg(G*) / pi. Both
+    are the same at every frequency for such a fit; the highest frequency's map is used.
+    Empty for other models (per-frequency, baselines) or a single map."""
+    mu = np.asarray(mu)
+    names = MODEL_PARAMETERS.get(mu_model or "", {})
+    if not names or mu.ndim < 2 or mu.shape[0] != len(np.atleast_1d(frequency)):
+        return {}
+    top = int(np.argmax(frequency))
+    values = {
+        "viscosity": lambda: mu[top].imag / (2 * np.pi * np.atleast_1d(frequency)[top]),
+        "alpha": lambda: np.angle(mu[top]) * 2 / np.pi,
+    }
+    return {name: values[name]() for name in names}
 
 
 def _median(values: np.ndarray) -> float | None:

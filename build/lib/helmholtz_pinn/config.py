@@ -14,7 +14,7 @@ from typing import Literal
 from helmholtz_pinn.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "sin")
-MU_MODELS = ("voigt", "per-frequency")
+MU_MODELS = ("voigt", "per-frequency", "springpot")
 WEIGHTINGS = ("noise", "uniform")
 
 
@@ -29,7 +29,10 @@ class Config:
       sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
         the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
         field of view / wavelength).
-      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale.
+      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale;
+        sigma_factor_u None: 1.0 for 2-D data (slicewise fits too), 0.25 for one 3-D fit
+        (a 2-D-tuned scale biases 3-D fits' G' low; measured on the elastic volumes,
+        docs/accuracy_elastic.md).
       activation: hidden activation, "tanh" or "sin".
       pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
         (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
@@ -37,8 +40,10 @@ class Config:
         Navier-Cauchy equation with a free pressure, vector data), or "auto" (navier
         for three-component data, hetero otherwise; :func:`helmholtz_pinn.forms.resolve`);
         checked when a fit is prepared.
-      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies)
-        or "per-frequency" (an independent complex modulus per frequency).
+      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies),
+        "springpot" (power law mu = kappa (i omega)^alpha: |mu| grows as omega^alpha and
+        the phase angle alpha pi / 2 is shared by all frequencies, 0 < alpha < 1) or
+        "per-frequency" (an independent complex modulus per frequency).
       weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
         both loss terms, n its noise RMS over its RMS, estimated from the data by
         :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
@@ -62,8 +67,18 @@ class Config:
         ``plateau_patience`` blocks without a 1 % improvement, never below ``min_lr``.
       max_retries: divergence roll-backs (rate halved each time) before giving up.
       checkpoint_every: blocks between checkpoints when a checkpoint folder is given.
+      max_members_per_chunk: members (datasets or z-slices, times ``ensemble``) trained
+        at once; a larger batch runs in chunks of whole datasets, one after the other,
+        each checkpointed in its own folder (``checkpoints/chunk-<i>``); None derives it
+        from the free device memory (host memory on the CPU) and
+        helmholtz_pinn.memory.member_bytes (a per-member estimate).
       ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
         vmapped program; the result is their mean modulus and its standard deviation.
+      metric_margin: voxels of the mask's rim left out of the accuracy metrics and the
+        clinical medians of metrics.json (a voxel is scored when every voxel within this
+        many steps, diagonals included, is in the mask and on the grid; holes in the mask
+        count as outside; in-plane only for slicewise fits); 0 scores the whole mask. It
+        does not change the fit.
       seed: seeds the network initialisation and the collocation sampling.
     """
 
@@ -74,11 +89,11 @@ class Config:
     n_features: int = 64
     sigma_u: float | None = None
     sigma_mu: float | None = None
-    sigma_factor_u: float = 1.0
+    sigma_factor_u: float | None = None
     sigma_factor_mu: float = 0.5
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
-    mu_model: Literal["voigt", "per-frequency"] = "voigt"
+    mu_model: Literal["voigt", "per-frequency", "springpot"] = "voigt"
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03
     mu_ref: float | None = None
@@ -93,7 +108,9 @@ class Config:
     min_lr: float = 1e-5
     max_retries: int = 3
     checkpoint_every: int = 10
+    max_members_per_chunk: int | None = None
     ensemble: int = 1
+    metric_margin: int = 0
     seed: int = 0
 
     def __post_init__(self):
@@ -120,16 +137,26 @@ class Config:
             "learning_rate",
             "plateau_factor",
             "min_lr",
-            "sigma_factor_u",
             "sigma_factor_mu",
             "noise_floor",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
-        for name in ("sigma_u", "sigma_mu", "mu_ref"):
+        chunk = self.max_members_per_chunk
+        if chunk is not None and (
+            not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1
+        ):
+            raise ConfigError(
+                f"config.max_members_per_chunk must be a positive integer or None; got {chunk!r}"
+            )
+        for name in ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"config.{name} must be > 0 or None; got {value!r}")
+        if not isinstance(self.metric_margin, int) or self.metric_margin < 0:
+            raise ConfigError(
+                f"config.metric_margin must be an integer >= 0 voxels; got {self.metric_margin!r}"
+            )
         if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
             raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
 

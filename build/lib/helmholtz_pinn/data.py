@@ -2,12 +2,13 @@
 
 A dataset holds the first-harmonic displacement ``u`` (complex, ``(F, C, *grid)``),
 the drive ``frequency`` (Hz, ``(F,)``), the voxel ``spacing`` (m, ``(ndim,)``), an
-optional ``mask``, optional ground truth ``mu`` (complex Pa), ``regions`` and ``rho``
-(kg/m^3).
+optional ``mask``, optional ground truth ``mu`` (complex Pa), ``regions``, ``rho``
+(kg/m^3) and the scanner ``affine`` (4x4, mm) of the grid.
 
-``Dataset(...)`` validates and normalises its arrays; ``load`` and ``save`` read and
-write the ``.npz`` file. Every problem raises :class:`DatasetError` with one line that
-names the key, what was found and what was expected.
+``Dataset(...)`` validates and normalises its arrays (:mod:`helmholtz_pinn.validation`);
+``load`` and ``save`` read and write the ``.npz`` file. Every problem raises
+:class:`DatasetError` with one line that names the key, what was found and what was
+expected.
 """
 
 from __future__ import annotations
@@ -20,9 +21,20 @@ from pathlib import Path
 import numpy as np
 
 from helmholtz_pinn.errors import DatasetError
+from helmholtz_pinn.validation import (
+    check_affine,
+    check_mask,
+    check_mu,
+    check_positive_vector,
+    check_regions,
+    check_rho,
+    check_u,
+    describe,
+    fill_outside,
+)
 
 REQUIRED_KEYS = ("u", "frequency", "spacing")
-OPTIONAL_KEYS = ("mask", "mu", "regions", "rho")
+OPTIONAL_KEYS = ("mask", "mu", "regions", "rho", "affine")
 _CONVERTIBLE = (".mat", ".nii", ".nii.gz", ".h5", ".hdf5")
 # What np.load / NpzFile raise on damaged files (bad zip structure, bad .npy header,
 # unsupported compression flags, short reads).
@@ -41,7 +53,7 @@ _UNREADABLE = (
 )
 
 
-__all__ = ["Dataset", "DatasetError", "load", "save", "z_slices"]
+__all__ = ["EXAMPLES", "Dataset", "DatasetError", "example", "load", "save", "z_slices"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +72,10 @@ class Dataset:
       regions: integer labels (1 = background, 2.. = targets), shape ``grid``, or
         None (int64).
       rho: density, kg/m^3, > 0.
+      affine: voxel-to-world matrix (4x4, mm; NIfTI's convention) of the grid, column k
+        for grid axis k (for a 2-D grid the third column is the slice normal), or None
+        (float64). Set by :func:`helmholtz_pinn.scanner.convert` from a NIfTI input; the
+        NIfTI maps of ``Result.save`` take its orientation and origin.
 
     Raises:
       DatasetError: if any field is malformed; the message names the field.
@@ -72,22 +88,24 @@ class Dataset:
     mu: np.ndarray | None = None
     regions: np.ndarray | None = None
     rho: float = 1000.0
+    affine: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        u = _check_u(self.u)
+        u = check_u(self.u)
         grid = u.shape[2:]
         fields = {
             "u": u,
-            "frequency": _check_positive_vector(
+            "frequency": check_positive_vector(
                 "frequency", self.frequency, u.shape[0], "(F,)", "Hz"
             ),
-            "spacing": _check_positive_vector("spacing", self.spacing, len(grid), "(ndim,)", "m"),
-            "mask": _check_mask(self.mask, grid),
-            "mu": _check_mu(self.mu, u.shape[0], grid),
-            "regions": _check_regions(self.regions, grid),
-            "rho": _check_rho(self.rho),
+            "spacing": check_positive_vector("spacing", self.spacing, len(grid), "(ndim,)", "m"),
+            "mask": check_mask(self.mask, grid),
+            "mu": check_mu(self.mu, u.shape[0], grid),
+            "regions": check_regions(self.regions, grid),
+            "rho": check_rho(self.rho),
+            "affine": check_affine(self.affine),
         }
-        fields["u"] = _fill_outside(u, fields["mask"], self.mask is not None)
+        fields["u"] = fill_outside(u, fields["mask"], self.mask is not None)
         for name, value in fields.items():
             object.__setattr__(self, name, value)
 
@@ -106,138 +124,6 @@ class Dataset:
     @property
     def n_comp(self) -> int:
         return self.u.shape[1]
-
-
-# --- validation helpers (pure: value in, normalised array out or DatasetError) ---
-
-
-def _describe(a: np.ndarray) -> str:
-    """``float32 (80, 100)``: dtype and shape for error messages."""
-    return f"{a.dtype} {tuple(a.shape)}"
-
-
-def _asarray(name: str, value: object) -> np.ndarray:
-    try:
-        return np.asarray(value)
-    except (TypeError, ValueError) as exc:  # ragged nested lists and the like
-        raise DatasetError(f"{name} must be an array; got {type(value).__name__}") from exc
-
-
-def _check_u(value: object) -> np.ndarray:
-    u = _asarray("u", value)
-    expected = "complex with shape (F, C, nx, ny) or (F, C, nx, ny, nz)"
-    if u.dtype.kind != "c" or u.ndim not in (4, 5):
-        raise DatasetError(f"u must be {expected}; got {_describe(u)}")
-    if u.shape[0] < 1 or u.shape[1] < 1:
-        raise DatasetError(
-            f"u must have at least one frequency (F) and one component (C); got shape {u.shape}"
-        )
-    if min(u.shape[2:]) < 3:
-        raise DatasetError(
-            f"u grid {u.shape[2:]} has a dimension < 3 voxels; every grid dimension "
-            "needs >= 3 voxels (store a 2-D slice as (F, C, nx, ny))"
-        )
-    if u.dtype not in (np.complex64, np.complex128):
-        u = u.astype(np.complex128)
-    return u
-
-
-def _fill_outside(u: np.ndarray, mask: np.ndarray, given: bool) -> np.ndarray:
-    """``u`` with NaN/Inf outside the mask set to 0 (a NaN background is common in scanner
-    data); NaN/Inf inside the mask is refused."""
-    bad = ~np.isfinite(u)
-    if not bad.any():
-        return u
-    inside = bad & mask
-    if inside.any():
-        first = tuple(int(i) for i in np.argwhere(inside)[0])
-        where = "inside the mask" if given else "and no mask (leave them out with a mask)"
-        raise DatasetError(
-            f"u must be finite inside the mask; got {int(inside.sum())} NaN/Inf values "
-            f"{where} (first at index {first}); NaN outside the mask is allowed"
-        )
-    return np.where(bad, 0, u).astype(u.dtype)
-
-
-def _real_array(name: str, value: object, expected: str) -> np.ndarray:
-    a = _asarray(name, value)
-    if a.dtype.kind not in "iuf":
-        raise DatasetError(f"{name} must be real numbers {expected}; got {_describe(a)}")
-    return a.astype(np.float64)
-
-
-def _check_positive_vector(
-    name: str, value: object, length: int, symbol: str, unit: str
-) -> np.ndarray:
-    expected = f"with shape {symbol} = ({length},), in {unit}"
-    a = _real_array(name, value, expected)
-    if a.shape != (length,):
-        raise DatasetError(f"{name} must have shape {symbol} = ({length},); got {_describe(a)}")
-    if not (np.isfinite(a).all() and (a > 0).all()):
-        raise DatasetError(f"{name} must be finite and > 0 {unit}; got {a.tolist()}")
-    return a
-
-
-def _check_grid_shape(name: str, a: np.ndarray, grid: tuple[int, ...]) -> None:
-    if a.shape != grid:
-        raise DatasetError(f"{name} must have the grid shape {grid}; got {_describe(a)}")
-
-
-def _check_mask(value: object, grid: tuple[int, ...]) -> np.ndarray:
-    if value is None:
-        return np.ones(grid, dtype=bool)
-    a = _asarray("mask", value)
-    _check_grid_shape("mask", a, grid)
-    if a.dtype.kind != "b":
-        if a.dtype.kind not in "iuf" or not np.isin(a, (0, 1)).all():
-            raise DatasetError(
-                f"mask must be boolean (or only 0/1 values); got {_describe(a)} "
-                f"with values other than 0 and 1"
-            )
-        a = a.astype(bool)
-    if not a.any():
-        raise DatasetError(f"mask selects no voxel (all false) on grid {grid}")
-    return a
-
-
-def _check_mu(value: object, n_freq: int, grid: tuple[int, ...]) -> np.ndarray | None:
-    if value is None:
-        return None
-    a = _asarray("mu", value)
-    if a.dtype.kind not in "iufc":
-        raise DatasetError(f"mu must be complex numbers in Pa; got {_describe(a)}")
-    if a.shape not in (grid, (n_freq, *grid)):
-        raise DatasetError(
-            f"mu must have shape grid {grid} or (F, *grid) {(n_freq, *grid)}; got {_describe(a)}"
-        )
-    a = a.astype(np.complex128)
-    if not np.isfinite(a).all():
-        raise DatasetError(f"mu must be finite; got {int((~np.isfinite(a)).sum())} NaN/Inf values")
-    return a
-
-
-def _check_regions(value: object, grid: tuple[int, ...]) -> np.ndarray | None:
-    if value is None:
-        return None
-    a = _asarray("regions", value)
-    _check_grid_shape("regions", a, grid)
-    if a.dtype.kind in "biu":
-        return a.astype(np.int64)
-    if a.dtype.kind == "f" and np.isfinite(a).all() and (a == np.round(a)).all():
-        return a.astype(np.int64)
-    raise DatasetError(
-        f"regions must be integer labels; got {_describe(a)} with non-integer values"
-    )
-
-
-def _check_rho(value: object) -> float:
-    a = _asarray("rho", value)
-    if a.shape != () or a.dtype.kind not in "iuf":
-        raise DatasetError(f"rho must be a real scalar in kg/m^3; got {_describe(a)}")
-    rho = float(a)
-    if not (np.isfinite(rho) and rho > 0):
-        raise DatasetError(f"rho must be finite and > 0 kg/m^3; got {rho}")
-    return rho
 
 
 # --- files ---
@@ -318,6 +204,24 @@ def load(path: str | Path) -> Dataset:
         raise DatasetError(f"{path}: {exc}") from exc
 
 
+EXAMPLES = {  # name -> what it is; the files are in helmholtz_pinn/examples/<name>.npz
+    "elastic-two-ellipse-slice": (
+        "the middle z-plane of elastic.simulate_elastic('two-ellipse', frequencies=(80.0, "
+        "100.0), shape=(30, 36, 5), spacing=(2e-3,) * 3): 3-D viscoelastic Navier-Cauchy by "
+        "P2 finite elements, free faces; 30 x 36 voxels of 2 mm, 3 components, a 6 kPa and "
+        "a 1.5 kPa ellipse in 3 kPa (eta 1 Pa s), with the true modulus and regions"
+    ),
+}
+
+
+def example(name: str) -> Dataset:
+    """A stored example dataset of :data:`EXAMPLES` (data the PINN's own model did not
+    make, ready in a second instead of the minutes its simulation takes)."""
+    if name not in EXAMPLES:
+        raise DatasetError(f"unknown example {name!r}; valid names: {', '.join(EXAMPLES)}")
+    return load(Path(__file__).parent / "examples" / f"{name}.npz")
+
+
 def _expand_bare_u(u: np.ndarray, spacing: np.ndarray) -> np.ndarray:
     """Apply the contract's convenience for a bare 2-D ``u``; refuse a 3-D ``u``."""
     if u.ndim == 2 and u.dtype.kind == "c" and np.shape(spacing) == (2,):
@@ -325,7 +229,7 @@ def _expand_bare_u(u: np.ndarray, spacing: np.ndarray) -> np.ndarray:
     if u.ndim == 2:
         raise DatasetError(
             f"u of shape {u.shape} is accepted as one 2-D field only if complex with a "
-            f"spacing of length 2; got {_describe(u)} and spacing shape "
+            f"spacing of length 2; got {describe(u)} and spacing shape "
             f"{np.shape(spacing)}; expected u with shape (F, C, nx, ny)"
         )
     if u.ndim == 3:
@@ -340,7 +244,8 @@ def _expand_bare_u(u: np.ndarray, spacing: np.ndarray) -> np.ndarray:
 def save(dataset: Dataset, path: str | Path) -> Path:
     """Write ``dataset`` to ``path`` (must end in ``.npz``); returns the path.
 
-    Writes exactly the contract keys; ``mu`` and ``regions`` are omitted when None.
+    Writes exactly the contract keys; ``mu``, ``regions`` and ``affine`` are omitted
+    when None.
     ``load(save(d, p))`` reproduces every field (values and dtypes) exactly.
     """
     path = Path(path)
@@ -354,6 +259,7 @@ def save(dataset: Dataset, path: str | Path) -> Path:
         "mu": dataset.mu,
         "regions": dataset.regions,
         "rho": np.float64(dataset.rho),
+        "affine": dataset.affine,
     }
     with open(path, "wb") as f:  # a file object: np.savez never renames it
         np.savez(f, **{k: v for k, v in arrays.items() if v is not None})
@@ -362,7 +268,8 @@ def save(dataset: Dataset, path: str | Path) -> Path:
 
 def z_slices(dataset: Dataset) -> tuple[list[Dataset], list[int]]:
     """The z-slices of a 3-D dataset as 2-D datasets (spacing[:2]), with their indices;
-    slices whose mask is empty are left out."""
+    slices whose mask is empty are left out. Slice k's affine has its origin moved k
+    voxels along the third column."""
     if dataset.ndim != 3:
         raise DatasetError(
             f"slicewise inversion needs a 3-D dataset (u of shape (F, C, nx, ny, nz)); got u "
@@ -382,7 +289,14 @@ def z_slices(dataset: Dataset) -> tuple[list[Dataset], list[int]]:
             mu=cut(dataset.mu, k),
             regions=cut(dataset.regions, k),
             rho=dataset.rho,
+            affine=None if dataset.affine is None else _shifted(dataset.affine, k),
         )
         for k in keep
     ]
     return slices, keep
+
+
+def _shifted(affine: np.ndarray, k: int) -> np.ndarray:
+    out = affine.copy()
+    out[:3, 3] += k * affine[:3, 2]
+    return out

@@ -10,9 +10,10 @@
     +-- OutputError (OSError)        the output folder cannot be created or written
     +-- MissingDependencyError (ImportError)   an optional package is not installed
     +-- DivergenceError (RuntimeError)         training diverged; roll-backs did not help
+    +-- Interrupted                  SIGINT (Ctrl-C) stopped a fit after its current block
 
 The command line prints any of them as one line and exits with status 2 (3 for a
-divergence); anything else is a bug and shows its traceback.
+divergence, 130 for an interruption); anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -52,3 +53,13 @@ class MissingDependencyError(HelmholtzPinnError, ImportError):
 
 class DivergenceError(HelmholtzPinnError, RuntimeError):
     """Training diverged and the roll-backs did not recover it."""
+
+
+class Interrupted(HelmholtzPinnError):
+    """SIGINT (Ctrl-C) stopped a fit after its current block. Raised by the host loop
+    with the last good ``state`` and ``host`` loop state attached (the fit writes them
+    as a final checkpoint when it has a folder, then raises again with its path)."""
+
+    def __init__(self, message: str, state=None, host=None):
+        super().__init__(message)
+        self.state, self.host = state, host

@@ -3,7 +3,8 @@
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
 volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
 plain fit) of one stacked state, a :class:`helmholtz_pinn.layout.Layout` says where they
-run, and the one host loop (:func:`helmholtz_pinn.loop.fit`) trains them.
+run, and the one host loop (:func:`helmholtz_pinn.loop.fit`) trains them, in chunks when
+they do not fit at once (:mod:`helmholtz_pinn.fitting`).
 
 Units at the edges (Pa, m, Hz), nondimensional inside: coordinates by the field of view
 L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
@@ -20,10 +21,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import checkpoint, layout, loop, metrics, plausibility, train
+from helmholtz_pinn import checkpoint, fitting, loop, metrics, plausibility, quality, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset, z_slices
 from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.fitting import to_grid  # noqa: F401  (re-exported)
 from helmholtz_pinn.problem import (  # noqa: F401  (re-exported: the library's names)
     Prepared,
     field_of_view,
@@ -69,7 +71,11 @@ def invert(
     continues from the newest checkpoint there (``resumed_from_step`` and a note in the
     run facts); with none there it notes so and starts at step 0, unless
     ``resume="strict"``, which raises :class:`~helmholtz_pinn.errors.CheckpointError`
-    (as do other settings or other data than the checkpoint's).
+    (as do other settings or other data than the checkpoint's). A batch of more members
+    than ``max_members_per_chunk`` (or than the memory holds) is fitted chunk by chunk
+    (:mod:`helmholtz_pinn.fitting`), each chunk checkpointed on its own. Ctrl-C (SIGINT)
+    finishes the running block, writes a final checkpoint and raises
+    :class:`~helmholtz_pinn.errors.Interrupted`.
 
     Every dataset is first checked against MRE physics
     (:func:`helmholtz_pinn.plausibility.check`: frequency in Hz, spacing in m, a resolved
@@ -93,20 +99,21 @@ def invert(
     data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
     chosen = slicewise is None and auto_slicewise(data, cfg)
     slicewise = bool(slicewise) or chosen
+    for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
+        metrics.interior_mask(d.mask, cfg.metric_margin, (0, 1) if slicewise else None)
     datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
     stacked = len(datasets) > 1 or slicewise
     estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
     shared = shared_settings(datasets, cfg, estimates)
-    preps = [prepare(d, shared) for d in datasets]
     prints = None if checkpoint_dir is None else checkpoint.fingerprint([data] if one else data)
-    ckpt = (checkpoint_dir, prints, resume)
-    state, history, plan, resumed = _fit(preps, cfg, stacked, devices, callback, progress, ckpt)
-    facts = dict(devices=len(plan.devices), parallel=plan.mode, **resumed)
+    run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
+    fitted = fitting.fit(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
+    state, history, preps, maps = fitted.state, fitted.history, fitted.preps, fitted.maps
+    facts = dict(devices=len(fitted.plan.devices), parallel=fitted.plan.mode, **fitted.facts)
     if chosen:
         facts["slicewise_chosen"] = SLICEWISE_REASON
     e = cfg.ensemble
-    members = [_rows(state, i, e, stacked) for i in range(len(datasets))]
-    maps = [_maps(m, p, d) for m, p, d in zip(members, preps, datasets, strict=True)]
+    members = [fitting.rows_of(state, i, e, stacked) for i in range(len(datasets))]
     wall = time.perf_counter() - t0
     if slicewise:
         return _warn_short(
@@ -128,7 +135,7 @@ def _warn_short(result: Result) -> Result:
     """Warn (FitQualityWarning) once per call for a short-run note of ``result``."""
     for note in result.metrics.get("notes", []):
         if note.startswith(SHORT_RUN):
-            warnings.warn(note, metrics.FitQualityWarning, stacklevel=3)
+            warnings.warn(note, quality.FitQualityWarning, stacklevel=3)
     return result
 
 
@@ -178,90 +185,6 @@ def _check_batch(datasets) -> list[Dataset]:
     return datasets
 
 
-def _fit(preps, cfg: Config, stacked: bool, devices, callback, progress, ckpt):
-    """Members, layout, placement, checkpoints (``ckpt``: folder or None, data
-    fingerprint, resume mode), the host loop; returns (host state, history, layout,
-    resume facts)."""
-    spec = preps[0].spec
-    e = cfg.ensemble
-
-    def init(seed):
-        p = preps[0]
-        return jax.device_get(
-            train.init_state(spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate)
-        )
-
-    seeds = [init(cfg.seed + k) for k in range(e)]
-    if stacked:
-        rows = max(int(p.problem.count) for p in preps)
-        problem = train.stack_trees([_pad(p.problem, rows) for p in preps for _ in range(e)])
-        state, members = train.stack_trees(seeds * len(preps)), len(preps) * e
-    else:
-        problem, rows = preps[0].problem, int(preps[0].problem.count)
-        state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
-    plan = layout.plan(
-        devices,
-        rows=rows,
-        per_voxel=layout.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
-        batch_size=cfg.batch_size,
-        members=members,
-        shared_problem=members > 0 and not stacked,
-    )
-    block = layout.compile_block(spec, cfg.sync_interval, plan)
-    state, problem = layout.place(state, problem, plan)
-    folder, data, resume = ckpt
-    ckpt, state, host, resumed = checkpoint.start(folder, cfg, data, resume, state)
-    if callback is not None and plan.padded_members != members:  # it sees real members only
-        user = callback
-        callback = lambda record: user(loop.member_record(record, slice(0, members)))  # noqa: E731
-    try:
-        state, history = loop.fit(
-            state,
-            problem,
-            block,
-            cfg,
-            members=plan.padded_members,
-            host=host,
-            callback=callback,
-            on_block=ckpt,
-            progress=progress,
-        )
-    finally:
-        if ckpt is not None:
-            ckpt.close()
-    if plan.padded_members != members:
-        history = [loop.member_record(r, slice(0, members)) for r in history]
-    return layout.gather(state, plan), history, plan, resumed
-
-
-def _pad(problem: train.Problem, rows: int) -> train.Problem:
-    """A host Problem with x and u zero-padded to ``rows`` rows (``count`` unchanged)."""
-
-    def pad(a):
-        return np.concatenate([a, np.zeros((rows - len(a),) + a.shape[1:], a.dtype)])
-
-    return problem._replace(x=pad(problem.x), u=pad(problem.u))
-
-
-def _rows(state, i: int, ensemble: int, stacked: bool):
-    """Dataset i's member(s) of a host state: E stacked seeds, or one state."""
-    if not stacked:
-        return state
-    rows = i if ensemble == 1 else slice(i * ensemble, (i + 1) * ensemble)
-    return jax.tree.map(lambda a: a[rows], state)
-
-
-def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """(mu (E, F, *grid) in Pa, u_fit (F, C, *grid) in data units, mean over members) on
-    every voxel of the grid, from one state or E stacked ones."""
-    stacked = np.ndim(state.step) == 1
-    members = train.unstack_tree(state, len(state.step)) if stacked else [state]
-    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
-    mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
-    u_fit = np.mean([to_grid(u, dataset) for u, _ in fields], axis=0)
-    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
-
-
 def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
     """Slice maps put back on the volume's grid (NaN on slices not fitted)."""
     mus = np.full((cfg.ensemble, volume.n_freq, *volume.grid), np.nan + 0j)
@@ -309,12 +232,17 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
     no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
     ended inside the PDE warm-up or before the learning-rate schedule could act, and the
     facts' assumption / slicewise choice. The warm-up note also comes as a
-    :class:`~helmholtz_pinn.metrics.FitQualityWarning` (from :func:`invert`)."""
+    :class:`~helmholtz_pinn.quality.FitQualityWarning` (from :func:`invert`)."""
     planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
     ran, notes = facts["steps"], []
+    notes += [
+        f"{u}: deleted; resumed from an older one" for u in facts.get("unreadable_checkpoints", [])
+    ]
     if facts.get("resumed_from_step") is not None:
+        done = facts.get("chunks_already_done")
         notes.append(
             f"resumed from step {facts['resumed_from_step']} of {planned} ({facts['resumed_from']})"
+            + (f"; {done} of {facts['chunks']} chunks were finished already" if done else "")
         )
     elif facts.get("no_checkpoint_in"):
         notes.append(f"no usable checkpoint in {facts['no_checkpoint_in']}: started at step 0")
@@ -353,9 +281,3 @@ def _assumption(spec: train.Spec) -> str | None:
         "2-D slice of 3-D motion: through-plane derivatives taken as zero (waves in the "
         "slice plane); fit the volume when the neighbouring slices exist"
     )
-
-
-def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:
-    """Per-voxel values (prod(grid), *channels) -> (*channels, *grid)."""
-    values = np.moveaxis(values, 0, -1)
-    return values.reshape(values.shape[:-1] + dataset.grid)

@@ -11,10 +11,8 @@ One 1-D ``jax.sharding.Mesh`` over D devices, used in one of two ways:
   (:func:`helmholtz_pinn.train.train_step` with ``axis_name``). Parameters and Adam's
   state stay replicated.
 
-Memory: a problem holds per voxel its coordinates x (float32, d values) and the data u
-(complex64, F C values): ``4 d + 8 F C`` bytes (3-D, F = C = 3: 84 bytes, so 256^3
-voxels take 1.4 GB). Only the problem scales with the voxel count; a step touches the
-batch only. :func:`plan` refuses a layout whose problem would not fit.
+Memory (:mod:`helmholtz_pinn.memory`): :func:`plan` refuses a layout whose problem
+would not fit.
 
 This module owns no entry point and no training step: :func:`compile_block` applies a
 layout to the one block of :func:`helmholtz_pinn.train.block_fn`.
@@ -33,11 +31,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from helmholtz_pinn import train
-from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
+from helmholtz_pinn import memory, train
+from helmholtz_pinn.errors import ConfigError
 
 AXIS = "devices"
-MEMORY_FRACTION = 0.9  # share of a device's free memory the problem's arrays may take
 DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
 
 
@@ -78,43 +75,6 @@ class Layout(NamedTuple):
 # --- memory ------------------------------------------------------------------
 
 
-def bytes_per_voxel(ndim: int, n_freq: int, n_comp: int) -> int:
-    """Device bytes a Problem stores per voxel: x (float32, ndim) + u (complex64, F C)."""
-    return 4 * ndim + 8 * n_freq * n_comp
-
-
-def free_device_memory(device: jax.Device | None = None) -> int | None:
-    """Free bytes on ``device`` (default the first) from ``memory_stats()``; None where
-    the backend does not report it (the CPU)."""
-    device = device or jax.devices()[0]
-    try:
-        stats = device.memory_stats()
-    except Exception:  # noqa: BLE001 - some backends raise instead of returning None
-        return None
-    if not stats or "bytes_limit" not in stats:
-        return None
-    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-
-
-def check_device_memory(
-    rows: int, per_voxel: int, *, device: jax.Device | None = None, free_bytes: int | None = None
-) -> int:
-    """Refuse (:class:`DeviceMemoryError`) ``rows`` voxel rows of ``per_voxel`` bytes on one
-    device above ``MEMORY_FRACTION`` of its free memory (``free_bytes``, else measured;
-    no check where the backend reports none). Returns the bytes needed."""
-    need = int(rows) * int(per_voxel)
-    free = free_device_memory(device) if free_bytes is None else int(free_bytes)
-    if free is not None and need > MEMORY_FRACTION * free:
-        raise DeviceMemoryError(
-            f"the problem needs {need / 2**30:.2f} GiB on {device or jax.devices()[0]} for "
-            f"{rows:,} voxel rows ({per_voxel} bytes each), but the device has "
-            f"{free / 2**30:.2f} GiB free (at most {MEMORY_FRACTION:.0%} may be used); spread "
-            "it over more devices (devices='all' shards the voxels or members), fit fewer "
-            "members at once, or crop the mask"
-        )
-    return need
-
-
 # --- planning --------------------------------------------------------------------
 
 
@@ -132,18 +92,27 @@ def plan(
     ``devices``: an int N (the first N visible devices) or None/"all": every visible
     device when the work splits well, else one: ``members`` >= the device count, or
     (one fit) every device still drawing ``DP_MIN_POINTS`` points per step, or a problem
-    that does not fit one device. ``rows`` voxel rows per problem of ``per_voxel`` bytes;
-    the memory needed per device is checked here.
+    that does not fit one device. Under many processes (:func:`initialize_distributed`)
+    every device of every process takes part: ``devices`` must be None/"all" or their
+    number. ``rows`` voxel rows per problem of ``per_voxel`` bytes; the memory needed
+    per device is checked here (on this process's first device).
     """
     visible = jax.devices()
     stacked = members if members and not shared_problem else 1
+    if jax.process_count() > 1:
+        if devices not in (None, "all", len(visible), str(len(visible))):
+            raise ConfigError(
+                f"devices={devices!r}, but under {jax.process_count()} processes every "
+                f"process's devices take part: use 'all' or {len(visible)}"
+            )
+        devices = len(visible)
     if devices in (None, "all"):
         n = len(visible)
         if members:
             use = members >= n
         else:
-            free = free_device_memory(visible[0])
-            too_big = free is not None and rows * per_voxel > MEMORY_FRACTION * free
+            free = memory.free_device_memory(visible[0])
+            too_big = free is not None and rows * per_voxel > memory.MEMORY_FRACTION * free
             use = min(batch_size, rows) >= DP_MIN_POINTS * n or too_big
         chosen = visible if use else visible[:1]
     else:
@@ -162,7 +131,7 @@ def plan(
     if data_parallel and rows < n:
         raise ConfigError(f"a problem of {rows} voxels cannot be split over {n} devices")
     per_device = math.ceil(rows / n) if data_parallel else rows * math.ceil(stacked / n)
-    check_device_memory(per_device, per_voxel, device=chosen[0])
+    memory.check_device_memory(per_device, per_voxel, device=jax.local_devices()[0])
     return Layout(tuple(chosen), members, shared_problem, data_parallel)
 
 
@@ -191,6 +160,22 @@ def _named(axes, mesh: Mesh):
     return jax.tree.map(lambda s: NamedSharding(mesh, s), axes, is_leaf=lambda s: isinstance(s, P))
 
 
+# Per-step batches from this many points on get cuBLAS GEMMs instead of XLA's Triton GEMMs
+# on a GPU. H200, seed workload, 2026-12-01, us per step (Triton -> cuBLAS): 836 -> 780 at
+# 10k points, 2 176 -> 2 004 at 30k, 6 260 -> 5 475 at 100k; but 120 -> 208 at 200 and
+# 311 -> 347 for the default fit (batch 2048). docs/performance.md.
+CUBLAS_MIN_POINTS = 10000
+
+
+def compiler_options(spec: train.Spec) -> dict:
+    """XLA options of a block: on a GPU, cuBLAS GEMMs for batches of at least
+    :data:`CUBLAS_MIN_POINTS` points per device (``xla_gpu_enable_triton_gemm=False``);
+    none elsewhere. The arithmetic is the same float32 (``Precision.HIGHEST``)."""
+    if jax.default_backend() == "gpu" and spec.batch_size >= CUBLAS_MIN_POINTS:
+        return {"xla_gpu_enable_triton_gemm": False}
+    return {}
+
+
 @functools.lru_cache(maxsize=32)
 def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
     """The jitted block of ``n_steps`` steps for ``layout``, cached on (spec, n_steps,
@@ -199,7 +184,8 @@ def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
         return jax.jit(
             train.block_fn(
                 spec, n_steps, members=bool(layout.members), shared_problem=layout.shared_problem
-            )
+            ),
+            compiler_options=compiler_options(spec),
         )
     mesh = layout.mesh
     whole = NamedSharding(mesh, P())
@@ -208,12 +194,22 @@ def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
         block = train.block_fn(local, n_steps, axis_name=AXIS)
         axes = _problem_axes(layout)
         fn = _shard_map(block, mesh, in_specs=(P(), axes), out_specs=(P(), P()))
-        return jax.jit(fn, in_shardings=(whole, _named(axes, mesh)), out_shardings=(whole, whole))
+        return jax.jit(
+            fn,
+            in_shardings=(whole, _named(axes, mesh)),
+            out_shardings=(whole, whole),
+            compiler_options=compiler_options(local),
+        )
     block = train.block_fn(spec, n_steps, members=True, shared_problem=layout.shared_problem)
     template = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
     state_sh = _named(_state_axes(template, layout), mesh)
     problem_sh = _named(_problem_axes(layout), mesh)
-    return jax.jit(block, in_shardings=(state_sh, problem_sh), out_shardings=(state_sh, whole))
+    return jax.jit(
+        block,
+        in_shardings=(state_sh, problem_sh),
+        out_shardings=(state_sh, whole),
+        compiler_options=compiler_options(spec),
+    )
 
 
 def place(state, problem, layout: Layout):
@@ -300,29 +296,44 @@ def _shard_map(fn, mesh, in_specs, out_specs):
     return shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
 
 
-def initialize_distributed() -> bool:
-    """Start multi-host JAX (one process per host) before any other JAX call.
+def initialize_distributed(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> bool:
+    """Start JAX's multi-controller runtime (one process per host, or several on one
+    host) before any other JAX call: ``jax.distributed.initialize``.
 
-    Reads ``JAX_COORDINATOR_ADDRESS`` (host:port of process 0), ``JAX_NUM_PROCESSES``
-    and ``JAX_PROCESS_ID``; under Slurm or Open MPI with more than one task and none of
-    them set, JAX detects them itself. Returns False (and does nothing) outside such an
-    environment; True once initialised (a second call does nothing).
+    The launch is given by the arguments (the CLI's ``--coordinator HOST:PORT
+    --num-processes P --process-id I``; all three or none), else by
+    ``JAX_COORDINATOR_ADDRESS`` (host:port of process 0), ``JAX_NUM_PROCESSES`` and
+    ``JAX_PROCESS_ID``; in a Slurm job step (``srun``) or under Open MPI with more
+    than one task and none of them set, JAX detects them itself (one GPU per task).
+    Returns False (and does nothing) outside such a launch; True once initialised (a
+    second call does nothing). On the CPU the collectives between processes are
+    gloo's (this JAX's default).
     """
-    env = os.environ
     if jax.distributed.is_initialized():
         return True
-    if "JAX_NUM_PROCESSES" in env or "JAX_PROCESS_ID" in env:
+    env = os.environ
+    given = (coordinator, num_processes, process_id)
+    if all(v is None for v in given) and ("JAX_NUM_PROCESSES" in env or "JAX_PROCESS_ID" in env):
         names = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
         missing = [k for k in names if k not in env]
         if missing:
             raise ConfigError(f"multi-host launch: set {missing} too (see docs/scaling.md)")
+        given = (env[names[0]], int(env[names[1]]), int(env[names[2]]))
+    if any(v is not None for v in given):
+        if any(v is None for v in given):
+            raise ConfigError(
+                "a launch over many processes needs coordinator, num_processes and "
+                f"process_id; got {given}"
+            )
         jax.distributed.initialize(
-            coordinator_address=env["JAX_COORDINATOR_ADDRESS"],
-            num_processes=int(env["JAX_NUM_PROCESSES"]),
-            process_id=int(env["JAX_PROCESS_ID"]),
+            coordinator_address=given[0], num_processes=given[1], process_id=given[2]
         )
         return True
-    tasks = env.get("SLURM_NTASKS") if "SLURM_JOB_ID" in env else None
+    # an srun job step (not the batch script itself, whose SLURM_NTASKS counts the
+    # allocation's tasks while it runs alone), or mpirun
+    tasks = env.get("SLURM_STEP_NUM_TASKS") if "SLURM_JOB_ID" in env else None
     tasks = tasks or env.get("OMPI_COMM_WORLD_SIZE")
     if tasks is not None and tasks.isdigit() and int(tasks) > 1:
         jax.distributed.initialize()

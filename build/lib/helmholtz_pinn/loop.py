@@ -5,20 +5,25 @@ once ("deferred loss"); every step trains. Between blocks, per member: a non-fin
 exploding loss rolls back to the last good state with that member's rate halved; after
 the PDE warm-up a reduce-on-plateau schedule sets the rate and stops a member that no
 longer improves. The loop is the same for every layout: it sees a state (with a leading
-member axis when ``members`` > 0) and a compiled block.
+member axis when ``members`` > 0) and a compiled block. A first SIGINT (Ctrl-C) lets the
+current block finish and raises :class:`~helmholtz_pinn.errors.Interrupted` with the
+last good state (a second one interrupts at once).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable
 
 import numpy as np
 
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import DivergenceError
+from helmholtz_pinn.errors import DivergenceError, Interrupted
 from helmholtz_pinn.train import LOSS_NAMES, TrainState, set_learning_rate
 
 EXPLODE_FACTOR = 1e4  # a block whose mean loss exceeds this times the best so far diverged
@@ -98,7 +103,8 @@ def fit(
     good state (the others recompute the same block bit for bit) with its rate halved,
     at most ``max_retries`` times, else :class:`DivergenceError`. ``callback(record)``
     may return True to stop; ``on_block(state, host)`` sees each good block
-    (checkpoints); ``host`` resumes a loop.
+    (checkpoints); ``host`` resumes a loop. SIGINT: :class:`Interrupted` after the block
+    that is running, carrying the last good (state, host).
     """
     batched = members > 0
     n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
@@ -107,44 +113,74 @@ def fit(
     bar.update(len(host.history) * cfg.sync_interval)
     t0 = time.perf_counter() - host.elapsed_s
     good = state = _with_rates(state, host, batched)
-    while len(host.history) < n_blocks and not all(p.stopped for p in host.plateaus):
-        new, losses = block(state, problem)
-        losses = np.asarray(losses).reshape(max(members, 1), cfg.sync_interval, 3)  # one host read
-        mean = losses.mean(axis=1)
-        best = np.array([p.best for p in host.plateaus])
-        bad = ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
-        if bad.any():
-            _roll_back(
-                host,
-                np.flatnonzero(bad),
-                int(np.asarray(good.step).max()),
-                mean,
-                bar,
-                cfg.max_retries,
+    with _sigint_flag() as interrupted:
+        while len(host.history) < n_blocks and not all(p.stopped for p in host.plateaus):
+            if interrupted:
+                bar.close()
+                step = int(np.asarray(good.step).max())
+                message = f"interrupted (SIGINT) at step {step} of {n_blocks * cfg.sync_interval}"
+                raise Interrupted(message, good, host)
+            new, losses = block(state, problem)
+            losses = np.asarray(losses).reshape(
+                max(members, 1), cfg.sync_interval, 3
+            )  # one host read
+            mean = losses.mean(axis=1)
+            best = np.array([p.best for p in host.plateaus])
+            bad = ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
+            if bad.any():
+                _roll_back(
+                    host,
+                    np.flatnonzero(bad),
+                    int(np.asarray(good.step).max()),
+                    mean,
+                    bar,
+                    cfg.max_retries,
+                )
+                state = _with_rates(good, host, batched)
+                continue
+            step = int(np.asarray(new.step).max())
+            if step > cfg.pde_warmup:
+                for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
+                    if not p.stopped:
+                        p.update(float(loss), cfg)
+            good = state = _with_rates(new, host, batched)
+            host.elapsed_s = time.perf_counter() - t0
+            record = _record(step, host, mean, losses[:, -1], batched)
+            host.history.append(record)
+            bar.update(cfg.sync_interval)
+            bar.set_postfix(
+                loss=f"{mean[:, 0].max():.3e}",
+                pde=f"{mean[:, 2].max():.2e}",
+                lr=f"{host.plateaus[0].lr:.1e}",
             )
-            state = _with_rates(good, host, batched)
-            continue
-        step = int(np.asarray(new.step).max())
-        if step > cfg.pde_warmup:
-            for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
-                if not p.stopped:
-                    p.update(float(loss), cfg)
-        good = state = _with_rates(new, host, batched)
-        host.elapsed_s = time.perf_counter() - t0
-        record = _record(step, host, mean, losses[:, -1], batched)
-        host.history.append(record)
-        bar.update(cfg.sync_interval)
-        bar.set_postfix(
-            loss=f"{mean[:, 0].max():.3e}",
-            pde=f"{mean[:, 2].max():.2e}",
-            lr=f"{host.plateaus[0].lr:.1e}",
-        )
-        if on_block is not None:
-            on_block(state, host)
-        if callback is not None and callback(record):
-            break
+            if on_block is not None:
+                on_block(state, host)
+            if callback is not None and callback(record):
+                break
     bar.close()
     return state, host.history
+
+
+@contextlib.contextmanager
+def _sigint_flag():
+    """A list that becomes non-empty at the first SIGINT inside the block (the loop then
+    stops after its current block); a second SIGINT raises KeyboardInterrupt at once.
+    Outside the main thread (where Python delivers signals) the list stays empty."""
+    flag: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def once(signum, frame):
+        flag.append(True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, once)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 def _with_rates(state: TrainState, host: HostState, batched: bool) -> TrainState:

@@ -1,8 +1,9 @@
-"""Accuracy metrics for a recovered shear modulus, shared by the PINN and the baseline,
-and the plausibility checks of a fit (:func:`fit_quality`). All functions are plain numpy.
-The modulus ``mu = G' + i G''`` is complex, in Pa; the headline metrics use the storage
-modulus ``G' = Re(mu)`` and the magnitude ``|mu|``. Relative errors are fractions
-(0.05 = 5 %), taken only inside the dataset's mask.
+"""Accuracy metrics for a recovered shear modulus, shared by the PINN and the baseline.
+All functions are plain numpy. The modulus ``mu = G' + i G''`` is complex, in Pa; the
+headline metrics use the storage modulus ``G' = Re(mu)`` and the magnitude ``|mu|``.
+Relative errors are fractions (0.05 = 5 %), taken only inside the dataset's mask, or
+inside its interior (:func:`interior_mask`) when a rim of ``margin`` voxels is left out.
+The plausibility checks of a finished fit are :mod:`helmholtz_pinn.quality`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ if TYPE_CHECKING:
     from .data import Dataset
 
 __all__ = [
-    "QUALITY_CHECKS",
-    "QUALITY_LIMITS",
-    "FitQualityWarning",
     "contrast_transfer",
     "evaluate",
-    "fit_quality",
+    "interior_mask",
     "pearson_r",
     "region_medians",
     "relative_error_map",
@@ -113,13 +111,55 @@ def contrast_transfer(
     return out
 
 
-def evaluate(mu_pred: np.ndarray, dataset: Dataset) -> dict[str, Any]:
+def interior_mask(
+    mask: np.ndarray, margin: int = 0, axes: tuple[int, ...] | None = None
+) -> np.ndarray:
+    """The voxels of ``mask`` that lie more than ``margin`` voxels inside it.
+
+    A voxel is kept when every voxel within ``margin`` steps along each of ``axes``
+    (default: all grid axes), diagonals included, is in the mask and on the grid: the
+    binary erosion (``scipy.ndimage.binary_erosion``) by a box of ``2 margin + 1``
+    voxels along ``axes`` (1 along the others), the grid's outside counting as outside
+    the mask. Holes in the mask are outside too: the rim around a hole is left out like
+    the outer rim. ``margin`` 0 returns the mask.
+
+    Raises :class:`InputError` for a negative margin or one that leaves no voxel (the
+    message gives the largest that leaves some).
+    """
+    mask = np.asarray(mask, bool)
+    if not isinstance(margin, (int, np.integer)) or margin < 0:
+        raise InputError(f"margin must be an integer >= 0 voxels; got {margin!r}")
+    axes = tuple(range(mask.ndim)) if axes is None else tuple(axes)
+    inner = _erode(mask, margin, axes)
+    if not inner.any():
+        usable = next((m for m in range(margin - 1, 0, -1) if _erode(mask, m, axes).any()), 0)
+        raise InputError(
+            f"a metric margin of {margin} voxels leaves no voxel of the mask "
+            f"({int(mask.sum())} voxels); the largest margin that leaves some is {usable}"
+        )
+    return inner
+
+
+def _erode(mask: np.ndarray, margin: int, axes: tuple[int, ...]) -> np.ndarray:
+    if margin == 0:
+        return mask
+    from scipy import ndimage
+
+    box = np.ones([2 * margin + 1 if k in axes else 1 for k in range(mask.ndim)], bool)
+    return ndimage.binary_erosion(mask, structure=box, border_value=0)
+
+
+def evaluate(
+    mu_pred: np.ndarray, dataset: Dataset, *, margin: int = 0, axes: tuple[int, ...] | None = None
+) -> dict[str, Any]:
     """Accuracy of a recovered complex modulus against the dataset's ground truth.
 
     Args:
       mu_pred: complex modulus in Pa, shape ``grid`` or ``(F, *grid)``.
       dataset: a :class:`~helmholtz_pinn.data.Dataset`; its ``mu`` (Pa, ``grid`` or
         ``(F, *grid)``), ``mask`` and ``regions`` are used.
+      margin, axes: leave out a rim of ``margin`` voxels inside the mask, along
+        ``axes`` (default all): the metrics are taken over :func:`interior_mask`.
 
     Returns:
       ``{}`` when the dataset has no ground truth. Otherwise a JSON-serialisable dict
@@ -146,9 +186,9 @@ def evaluate(mu_pred: np.ndarray, dataset: Dataset) -> dict[str, Any]:
     if dataset.mu is None:
         return {}
     grid = tuple(dataset.grid)
-    pred = _per_freq(mu_pred, grid, "mu_pred")
-    true = _per_freq(dataset.mu, grid, "dataset.mu")
-    mask = _dataset_mask(dataset)
+    pred = per_frequency(mu_pred, grid, "mu_pred")
+    true = per_frequency(dataset.mu, grid, "dataset.mu")
+    mask = interior_mask(_dataset_mask(dataset), margin, axes)
     if len(pred) > 1 and len(true) > 1 and len(pred) != len(true):
         raise InputError(
             f"mu_pred has {len(pred)} frequencies but the ground truth has {len(true)}; "
@@ -172,163 +212,6 @@ def evaluate(mu_pred: np.ndarray, dataset: Dataset) -> dict[str, Any]:
     return out
 
 
-class FitQualityWarning(UserWarning):
-    """A finished fit failed a plausibility check of :func:`fit_quality`."""
-
-
-QUALITY_CHECKS = (
-    "modulus_range",
-    "ahi_agreement",
-    "pde_residual",
-    "data_vs_noise",
-    "loss_decrease",
-)
-# Limits of the checks (fractions and factors; see fit_quality).
-QUALITY_LIMITS = dict(low=0.02, high=50.0, at_bound=0.5, ahi=2.0, pde=0.3, noise=0.25, loss=0.5)
-_UNITS = "check the data's spacing (m) and frequency (Hz)"
-
-
-def fit_quality(
-    mu: np.ndarray,
-    mask: np.ndarray,
-    mu_ref: float | None,
-    *,
-    ahi_estimate: float | None = None,
-    final_data: float | None = None,
-    final_pde: float | None = None,
-    noise_fraction: Any = None,
-    field_weight: Any = None,
-    history: list[dict] | None = None,
-    checks: tuple[str, ...] = QUALITY_CHECKS,
-) -> list[dict[str, Any]]:
-    """Plausibility checks of a finished fit, to catch failures that still give a map.
-
-    Args:
-      mu: complex modulus, Pa, ``grid`` or ``(F, *grid)``; mask: bool ``grid``.
-      mu_ref: the reference modulus of the run, Pa. ahi_estimate: the data's AHI
-        estimate (:func:`helmholtz_pinn.baselines.estimate_modulus`), Pa.
-      final_data, final_pde: nondimensional losses of the last step: the data misfit
-        and the mean ``|r|^2``, both per unit field power (a PDE loss of 1 is a residual
-        as large as the field, as with ``mu = 0``).
-      noise_fraction, field_weight: estimated noise RMS / field RMS and the data loss's
-        weight per (F, C), nested lists (None entries are ignored; weights default to 1).
-      history: the host loop's per-block records (``loss``, ``last_loss``; lists per
-        member in batched runs: the worst member is checked).
-      checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
-
-    Returns one dict per check: ``name``, ``passed`` (bool), ``skipped`` (an input is
-    missing; ``passed`` is then True), ``value``, ``threshold`` and ``message`` (what
-    was measured; on failure also what to try). Limits (:data:`QUALITY_LIMITS`):
-
-    - ``modulus_range``: fraction of mask voxels (all frequencies) where G' is below 2 %
-      or above 50x ``mu_ref``, or not finite; fails above 0.5 (a collapsed modulus);
-    - ``ahi_agreement``: median G' / ``ahi_estimate``; fails outside [1/2, 2];
-    - ``pde_residual``: ``final_pde``; fails above 0.3 (a residual RMS over 55 % of the
-      field's: the fitted field does not obey the PDE);
-    - ``data_vs_noise``: ``final_data`` over the noise floor, the weighted mean of
-      ``noise_fraction ^ 2`` (the data loss of the noise-free field); fails below 0.25
-      (the network reproduces the noise); skipped without a noise estimate;
-    - ``loss_decrease``: the last step's loss / the first block's mean loss; fails above 0.5.
-    """
-    unknown = set(checks) - set(QUALITY_CHECKS)
-    if unknown:
-        raise InputError(f"unknown checks {sorted(unknown)}; valid: {QUALITY_CHECKS}")
-    g = _per_freq(mu, np.shape(mask), "mu").real[:, np.asarray(mask, bool)]
-    median = float(np.nanmedian(g)) if np.isfinite(g).any() else math.nan
-    found = {
-        "modulus_range": _range_check(g, median, mu_ref),
-        "ahi_agreement": _ahi_check(median, ahi_estimate),
-        "pde_residual": _pde_check(final_pde),
-        "data_vs_noise": _noise_check(final_data, noise_fraction, field_weight),
-        "loss_decrease": _loss_check(history),
-    }
-    out = []
-    for name in checks:
-        check = found[name]
-        if isinstance(check, str):  # the reason it was skipped
-            check = (None, None, True, check, "")
-        value, threshold, passed, measured, advice = check
-        entry = dict(name=name, passed=bool(passed), skipped=value is None, value=value)
-        message = measured if passed else f"{measured}; {advice}"
-        out.append({**entry, "threshold": threshold, "message": message})
-    return out
-
-
-def _range_check(g: np.ndarray, median: float, mu_ref: float | None):
-    if mu_ref is None:
-        return "skipped: no reference modulus"
-    lim = QUALITY_LIMITS
-    lo, hi = lim["low"] * mu_ref, lim["high"] * mu_ref
-    with np.errstate(invalid="ignore"):
-        frac = float(np.mean(~((g >= lo) & (g <= hi)))) if g.size else 1.0
-    measured = (
-        f"G' outside [{lo:.3g}, {hi:.3g}] Pa ({lim['low']:.0%} - {lim['high']:g}x mu_ref "
-        f"{mu_ref:.3g} Pa) or not finite on {frac:.0%} of the mask (median G' {median:.3g} Pa)"
-    )
-    advice = (
-        "the modulus sits at a bound: the wave network may be fitting noise; try a lower "
-        f"--sigma-factor-u, a higher --pde-weight, or --mu-ref near the expected modulus; {_UNITS}"
-    )
-    return frac, lim["at_bound"], frac <= lim["at_bound"], measured, advice
-
-
-def _ahi_check(median: float, estimate: float | None):
-    if estimate is None:
-        return "skipped: no AHI estimate of the data's modulus"
-    factor = QUALITY_LIMITS["ahi"]
-    ratio = median / float(estimate)
-    measured = (
-        f"median G' {median:.3g} Pa is {ratio:.3g}x the data's AHI estimate {estimate:.3g} Pa"
-    )
-    advice = f"compare with `helmholtz-pinn baseline`; try more --steps or another --pde; {_UNITS}"
-    return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
-
-
-def _pde_check(final_pde: float | None):
-    if final_pde is None:
-        return "skipped: no final PDE loss"
-    pde, limit = float(np.max(final_pde)), QUALITY_LIMITS["pde"]  # worst member of a batch
-    measured = f"final PDE loss {pde:.3g} (mean |r|^2 per unit field power)"
-    advice = (
-        "the fitted field does not obey the PDE: try more --steps, a higher --pde-weight or "
-        "larger networks (--width, --n-features)"
-    )
-    return pde, limit, pde <= limit, measured, advice
-
-
-def _noise_check(final_data: float | None, noise_fraction, field_weight):
-    if noise_fraction is None:
-        return "skipped: no noise estimate (noise_fraction) in the run facts"
-    n2 = np.square(np.asarray(noise_fraction, float))  # None -> NaN
-    w = np.ones_like(n2) if field_weight is None else np.asarray(field_weight, float)
-    ok = np.isfinite(n2) & np.isfinite(w) if w.shape == n2.shape else np.zeros(n2.shape, bool)
-    floor = float(np.sum(w[ok] * n2[ok]) / np.sum(w[ok])) if np.sum(w[ok]) > 0 else 0.0
-    if final_data is None or not floor > 0:
-        return "skipped: " + ("no final data loss" if final_data is None else "no noise estimated")
-    final_data = float(np.min(final_data))  # the member closest to fitting noise
-    misfit, limit = final_data / floor, QUALITY_LIMITS["noise"]
-    measured = f"data misfit {final_data:.3g} is {misfit:.3g}x the noise power {floor:.3g}"
-    advice = (
-        "the network reproduces the noise: try a lower --sigma-factor-u, fewer --steps or a "
-        "higher --pde-weight"
-    )
-    return misfit, limit, misfit >= limit, measured, advice
-
-
-def _loss_check(history: list[dict] | None):
-    if not history:
-        return "skipped: no training history"
-    end = history[-1]
-    last = np.asarray(end["last_loss"] if "last_loss" in end else end["loss"], float)
-    ratio = float(np.max(last / np.asarray(history[0]["loss"], float)))
-    measured = f"the final loss is {ratio:.3g}x the first block's mean loss"
-    advice = (
-        "the loss never left its start: try another --learning-rate or more --steps, and "
-        "check that u is non-zero inside the mask"
-    )
-    return ratio, QUALITY_LIMITS["loss"], ratio <= QUALITY_LIMITS["loss"], measured, advice
-
-
 # --- helpers -------------------------------------------------------------------------
 
 
@@ -349,7 +232,7 @@ def _dataset_mask(dataset: Dataset) -> np.ndarray:
     return np.ones(dataset.grid, bool) if dataset.mask is None else np.asarray(dataset.mask, bool)
 
 
-def _per_freq(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
+def per_frequency(mu: np.ndarray, grid: tuple[int, ...], name: str) -> np.ndarray:
     """View a modulus of shape ``grid`` or ``(F, *grid)`` as ``(F', *grid)``."""
     mu = np.asarray(mu)
     if mu.shape == grid:

@@ -6,6 +6,7 @@ imported only there.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -48,6 +49,35 @@ def _plain(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+@contextlib.contextmanager
+def writing(out: Path):
+    """Within: an OSError while writing into ``out`` (disk full, a read-only file system)
+    becomes one :class:`OutputError` line naming the file and what survives."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as err:
+        what = err.strerror or str(err)
+        raise OutputError(
+            f"cannot write the results into {out}: {what} ({err.filename or 'a result file'}); "
+            "free space (or use another --out) and run again: with checkpoints, --resume "
+            "writes the results without training again"
+        ) from None
+
+
+def write_npz(path: Path, **arrays) -> None:
+    """``np.savez`` into ``path`` atomically (temp file then rename): a failed write
+    leaves no truncated ``.npz``."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        with tmp.open("wb") as fh:
+            np.savez(fh, **arrays)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_json(path: Path, data: dict) -> None:

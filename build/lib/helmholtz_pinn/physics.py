@@ -44,21 +44,53 @@ def u_complex(channels: jax.Array, n_freq: int, n_comp: int) -> jax.Array:
     return jax.lax.complex(pairs[..., 0], pairs[..., 1])
 
 
+# springpot exponent at zero network output: the damping ratio tan(alpha pi / 2) of a
+# fit's start equals ETA_SCALE, as for the other models
+ALPHA_START = float(2 / np.pi * np.arctan(ETA_SCALE))
+ALPHA_OFFSET = float(np.log(ALPHA_START / (1 - ALPHA_START)))  # sigmoid(ALPHA_OFFSET)
+
+
 def mu_channels(n_freq: int, mu_model: str) -> int:
-    """Outputs of the mu-network: (G', eta) for Voigt, (Re, Im) per frequency otherwise."""
-    return 2 if mu_model == "voigt" else 2 * n_freq
+    """Outputs of the mu-network: (G', eta) for Voigt, (kappa, alpha) for the springpot,
+    (Re, Im) per frequency otherwise."""
+    return 2 if mu_model in ("voigt", "springpot") else 2 * n_freq
+
+
+def springpot(
+    value: jax.Array, grad: jax.Array | None, omega_ratio: jax.Array
+) -> tuple[jax.Array, jax.Array | None]:
+    """Springpot (power law) mu' = kappa (omega_f / omega_max)^alpha exp(i alpha pi / 2)
+    (N, F), with kappa = softplus(o_0 + c) > 0 (|mu'| at the highest frequency) and
+    alpha = sigmoid(o_1 + ALPHA_OFFSET) in (0, 1), so G'' = |mu'| sin(alpha pi / 2) > 0.
+    Its gradient (d, N, F): with z_f = ln(omega_f / omega_max) + i pi / 2,
+    grad mu' = mu' (sigmoid(o_0 + c) / kappa grad o_0 + alpha (1 - alpha) z_f grad o_1).
+    """
+    o_k, o_a = value[..., :1], value[..., 1:2]
+    kappa = jax.nn.softplus(o_k + SOFTPLUS_ONE)
+    alpha = jax.nn.sigmoid(o_a + ALPHA_OFFSET)
+    z = jax.lax.complex(jnp.log(omega_ratio), jnp.full_like(omega_ratio, jnp.pi / 2))[None]
+    mu = kappa * jnp.exp(alpha * z)
+    if grad is None:
+        return mu, None
+    d_k = jax.nn.sigmoid(o_k + SOFTPLUS_ONE) / kappa  # d ln kappa / d o_0
+    d_a = alpha * (1 - alpha)  # d alpha / d o_1
+    g = d_k[None] * grad[..., :1] + d_a[None] * z[None] * grad[..., 1:2]
+    return mu, mu[None] * g
 
 
 def mu_complex(
     value: jax.Array, grad: jax.Array | None, omega_ratio: jax.Array, mu_model: str
 ) -> tuple[jax.Array, jax.Array | None]:
-    """mu' (N, F) and grad mu' (d, N, F) from mu-network channels and their gradient.
+    """mu' (N, F) and grad mu' (d, N, F) from mu-network channels and their gradient
+    (``mu_model`` "voigt", "per-frequency" or "springpot": :func:`springpot`).
 
     Storage modulus G' = softplus(o_0 + c) > 0 and loss modulus
     G'' = ETA_SCALE softplus(o_1 + c) >= 0 (passive tissue dissipates; Voigt: times
     omega_f / omega_max); c makes softplus 1 at o = 0, so a fit starts at G' ~ mu_ref
     and a damping ratio ~ ETA_SCALE.
     """
+    if mu_model == "springpot":
+        return springpot(value, grad, omega_ratio)
     n_freq = omega_ratio.shape[0]
     if mu_model == "voigt":
         o_re, o_im = value[..., :1], value[..., 1:2]

@@ -67,6 +67,20 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
     return field_of_view(dataset) * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
 
 
+# The u-network's Fourier factor of one 3-D fit. H200, navier, 2026-12-01, tuning volume
+# (four-target, clean / -20 dB), median G' error: factor 1.0: 27 / 30 %, 0.5: 13 / 16 %,
+# 0.35: 9.0 / 11 %, 0.25: 7.1 / 8.3 %, 0.18: 6.7 / 7.7 % (docs/accuracy_elastic.md).
+SIGMA_FACTOR_U_3D = 0.25
+
+
+def sigma_factor_u(cfg: Config, ndim: int) -> float:
+    """The configured ``sigma_factor_u``, else 1.0 for 2-D data and
+    :data:`SIGMA_FACTOR_U_3D` for 3-D data."""
+    if cfg.sigma_factor_u is not None:
+        return cfg.sigma_factor_u
+    return SIGMA_FACTOR_U_3D if ndim == 3 else 1.0
+
+
 def shared_settings(
     datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
 ) -> Config:
@@ -82,7 +96,7 @@ def shared_settings(
     cycles = max(wave_cycles(d, mu_ref) for d in datasets)
     return cfg.replace(
         mu_ref=mu_ref,
-        sigma_u=cfg.sigma_u or cfg.sigma_factor_u * cycles,
+        sigma_u=cfg.sigma_u or sigma_factor_u(cfg, datasets[0].ndim) * cycles,
         sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
     )
 

@@ -1,11 +1,12 @@
 """Readers of scanner files: MATLAB ``.mat`` and NIfTI, as plain arrays.
 
-- MATLAB ``.mat`` (v5 via ``scipy.io.loadmat``; v7.3/HDF5 via ``h5py``, whose arrays
-  come in reversed axis order and are transposed back to MATLAB's order):
-  :func:`read_mat` returns the numeric variables, struct fields as ``struct.field``.
+- MATLAB ``.mat`` (v5 and v7.3/HDF5, read by ``pymatreader``): :func:`read_mat` returns
+  the numeric variables in MATLAB's axis order, struct fields as ``struct.field`` and
+  cell elements as ``cell{1}``, at any depth.
 - NIfTI (nibabel): :func:`read_nifti` returns one image and its zooms, the spatial ones
   in metres from the header's unit (mm when the header says "unknown");
-  :func:`read_nifti_affine` its voxel-to-world affine in mm;
+  :func:`read_nifti_affine` its voxel-to-world affine in mm and :func:`grid_affine` that
+  of the dataset grid;
   :func:`read_nifti_wave` one complex wave array from one complex (or real multi-phase)
   volume, a real + imaginary pair or a magnitude + phase pair (phase in radians).
 - MR phase images over the time steps of a wave period: :func:`unwrap_phase_series`
@@ -24,7 +25,6 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-import scipy.io
 from scipy.io.matlab import MatReadError
 
 from helmholtz_pinn.errors import DatasetError, MissingDependencyError
@@ -33,7 +33,7 @@ PHASE_MODES = ("auto", "time", "space", "unwrapped")
 # Beyond this |phase| (about 16 cycles) values are taken for degrees or scanner units.
 _MAX_PHASE_RAD = 100.0
 _NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6, "unknown": 1e-3}
-# What scipy.io.loadmat raises on damaged or foreign files.
+# What pymatreader (scipy.io.loadmat, h5py) raises on damaged or foreign files.
 _UNREADABLE_MAT = (
     MatReadError,
     ValueError,
@@ -48,72 +48,49 @@ _UNREADABLE_MAT = (
 
 
 def read_mat(path: str | Path) -> dict[str, np.ndarray]:
-    """Numeric variables of a MATLAB file, axes in MATLAB order.
+    """Numeric variables of a MATLAB file (v5, or v7.3 = HDF5), axes in MATLAB order.
 
-    v7.3 (HDF5) files are read with h5py and transposed back to MATLAB's axis order;
-    complex values stored as compound ('real', 'imag') are restored. Fields of a struct
-    appear as ``struct.field``. Text, cell and empty variables are skipped.
+    Read with ``pymatreader`` (scipy for v5, h5py for v7.3, axes transposed back to
+    MATLAB's order, complex restored). Struct fields are named ``struct.field`` and
+    cell elements ``cell{1}``, ``cell{2}``, ... (1-based, as in MATLAB), at any depth.
+    Top-level arrays keep every axis of length 1 that MATLAB stored (pymatreader drops
+    them; the shapes come from ``pymatreader.whosmat``); arrays inside structs and cells
+    lose them. Text and empty variables are skipped; logical arrays come as 0/1.
     """
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"no such file: {path}")
-    if h5py.is_hdf5(path):
-        return _read_mat73(path)
+    import pymatreader  # imported here: only MATLAB input needs it
+
     try:
-        raw = scipy.io.loadmat(path, squeeze_me=False)
+        shapes = {name: shape for name, shape, _ in pymatreader.whosmat(path)}
+        raw = pymatreader.read_mat(path)
     except _UNREADABLE_MAT as exc:
-        raise DatasetError(f"{path} is not a readable MATLAB .mat file: {exc}") from exc
+        hint = " (HDF5 without a MATLAB header: save it from MATLAB with -v7.3)"
+        hint = hint if h5py.is_hdf5(path) else ""
+        raise DatasetError(f"{path} is not a readable MATLAB .mat file{hint}: {exc}") from exc
     out: dict[str, np.ndarray] = {}
     for name, value in raw.items():
-        if name.startswith("__") or not isinstance(value, np.ndarray):
-            continue
-        if value.dtype.names and value.size == 1:  # struct: one level of fields
-            for field in value.dtype.names:
-                _keep_numeric(out, f"{name}.{field}", value.flat[0][field])
-        else:
-            _keep_numeric(out, name, value)
+        if not name.startswith("__"):
+            _flatten(name, value, out)
+    for name, shape in shapes.items():  # restore the length-1 axes read_mat squeezed
+        if name in out and out[name].size == int(np.prod(shape)):
+            out[name] = out[name].reshape(shape)
     return out
 
 
-def _keep_numeric(out: dict[str, np.ndarray], name: str, value: object) -> None:
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.size:
-        out[name] = value
-
-
-def _read_mat73(path: Path) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-
-    def visit(prefix: str, group: h5py.Group, depth: int) -> None:
-        for key, item in group.items():
-            if key.startswith("#"):  # MATLAB's #refs# / #subsystem#
-                continue
-            name = f"{prefix}{key}"
-            if isinstance(item, h5py.Group) and depth == 0:
-                visit(f"{name}.", item, depth + 1)
-            elif isinstance(item, h5py.Dataset):
-                matlab_class = item.attrs.get("MATLAB_class", b"")
-                if isinstance(matlab_class, bytes):
-                    matlab_class = matlab_class.decode()
-                if matlab_class in ("char", "cell") or "MATLAB_empty" in item.attrs:
-                    continue
-                _keep_numeric(out, name, _h5_array(item[()]))
-
-    try:
-        with h5py.File(path, "r") as f:
-            visit("", f, 0)
-    except (OSError, TypeError, ValueError, KeyError) as exc:
-        raise DatasetError(f"{path} is not a readable HDF5 (.mat v7.3) file: {exc}") from exc
-    return out
-
-
-def _h5_array(data: object) -> np.ndarray:
-    """h5py value -> array in MATLAB axis order (reversed), compound -> complex."""
-    a = np.asarray(data)
-    if a.dtype.names and {"real", "imag"} <= set(a.dtype.names):
-        z = np.empty(a.shape, np.result_type(a.dtype["real"], np.complex64))
-        z.real, z.imag = a["real"], a["imag"]
-        a = z
-    return a.T
+def _flatten(name: str, value: object, out: dict[str, np.ndarray]) -> None:
+    """Numeric leaves of pymatreader's nested dicts (structs) and lists (cells)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(f"{name}.{key}", item, out)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value, start=1):
+            _flatten(f"{name}{{{i}}}", item, out)
+    elif isinstance(value, (np.ndarray, np.number, int, float, complex)):
+        a = np.asarray(value)
+        if a.dtype.kind in "biufc" and a.size:
+            out[name] = a
 
 
 def read_nifti(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -154,6 +131,34 @@ def read_nifti_affine(path: str | Path) -> np.ndarray:
     affine = np.array(img.affine, dtype=np.float64)
     affine[:3] *= _NIFTI_UNITS.get(img.header.get_xyzt_units()[0], 1e-3) / 1e-3
     return affine
+
+
+def nifti_grid_axes(axes: str) -> list[int]:
+    """The NIfTI axes (of ``axes``, one letter per axis) holding grid x, y(, z), in that
+    order; they must be among the first three (spatial) axes."""
+    positions = [axes.index(a) for a in "xyz" if a in axes]
+    if max(positions) > 2:
+        raise DatasetError(
+            f"axes {axes!r}: NIfTI grid axes x, y, z must be among the first three "
+            "(spatial) dimensions; or pass spacing"
+        )
+    return positions
+
+
+def grid_affine(path: str | Path, axes: str | None = None) -> np.ndarray:
+    """The 4x4 affine (mm) of the dataset grid that ``scanner.convert`` makes of the NIfTI
+    file ``path`` (the first of a pair) with the same ``axes`` (default "xyz").
+
+    Its columns are the header affine's columns of the NIfTI axes holding x, y(, z);
+    for a 2-D grid the remaining spatial axis (the slice normal) is the third column.
+    For ``Result.save(out, nifti=True, affine=grid_affine(path))``: the maps then lie
+    in the scanner coordinates of the input (``outputs.nifti_affine`` rescales the
+    columns to the dataset's spacing).
+    """
+    positions = nifti_grid_axes("xyz" if axes is None else axes)
+    affine = read_nifti_affine(path)
+    columns = positions + [i for i in range(3) if i not in positions][: 3 - len(positions)]
+    return affine[:, [*columns, 3]]
 
 
 def read_nifti_wave(
@@ -278,7 +283,7 @@ def phase_harmonic(phase: np.ndarray, axis: int) -> np.ndarray:
 
 # --- MAT variable lookup (names case- and punctuation-insensitive) ---
 
-FREQUENCY_NAMES = {"freq", "freqs", "frequency", "frequencies", "freqhz"}
+FREQUENCY_NAMES = {"freq", "freqs", "frequency", "frequencies", "freqhz", "frequencieshz"}
 SPACING_NAMES = {"spacing", "voxelsize", "voxsize", "voxelspacing", "pixelsize"}
 SPACING_NAMES |= {"pixelspacing", "resolution", "voxelsizemm", "spacingmm"}
 

@@ -3,8 +3,8 @@
 :func:`make_result` is the one place a :class:`Result` is built: from the modulus maps
 of one or more members (ensemble seeds), whose mean is the answer and whose spread is
 ``mu_std``. Every Result's facts carry ``fit_quality``, the plausibility checks of
-:func:`helmholtz_pinn.metrics.fit_quality`; each failed check is also a
-:class:`~helmholtz_pinn.metrics.FitQualityWarning`.
+:func:`helmholtz_pinn.quality.fit_quality`; each failed check is also a
+:class:`~helmholtz_pinn.quality.FitQualityWarning`.
 """
 
 from __future__ import annotations
@@ -68,20 +68,27 @@ class Result:
         ``nifti=True`` also writes the clinical maps of :mod:`helmholtz_pinn.clinical`
         (G', G'', |G*|, phi, c, a, a/omega) as ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz``
         and the mask as ``OUT/maps/mask.nii.gz``, with the dataset's voxel size in mm
-        and ``affine`` (4x4, mm: :func:`helmholtz_pinn.scanner.grid_affine` of a NIfTI
-        input) or a diagonal one (:func:`helmholtz_pinn.outputs.nifti_affine`).
+        and the orientation and origin of ``affine`` (4x4, mm), by default the dataset's
+        (``Dataset.affine``: set by :func:`helmholtz_pinn.scanner.convert` from a NIfTI
+        input), else a diagonal one (:func:`helmholtz_pinn.outputs.nifti_affine`).
         """
-        from helmholtz_pinn import clinical, figures, outputs
+        from helmholtz_pinn import outputs
         from helmholtz_pinn.errors import InputError
 
         if nifti and self.dataset is None:
             raise InputError("nifti=True needs the Result's dataset (its spacing and rho)")
 
         out = outputs.prepare_dir(out)
+        with outputs.writing(out):
+            self._write(out, nifti, affine)
+        return out
+
+    def _write(self, out: Path, nifti: bool, affine) -> None:
+        from helmholtz_pinn import clinical, figures, outputs
+
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
-        np.savez(
-            out / "mu.npz", mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa", **extra
-        )
+        arrays = dict(mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa")
+        outputs.write_npz(out / "mu.npz", **arrays, **extra)
         outputs.write_json(out / "metrics.json", self.metrics)
         outputs.write_history(out / "history.csv", self.history)
         settings = self.config
@@ -92,10 +99,11 @@ class Result:
             figures.save_all(self, self.dataset, out)
         if nifti:
             data = self.dataset
-            maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim)
+            model = getattr(self.config, "mu_model", None)
+            maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim, model)
             maps["mask"] = (self.mask, "mask: fitted voxels are 1")
+            affine = data.affine if affine is None else affine
             outputs.write_nifti_maps(out, maps, data.spacing, affine=affine)
-        return out
 
     def plot(self):
         """The modulus figure (recovered, truth and error when known)."""
@@ -112,27 +120,44 @@ def make_result(
     facts: dict,
     history: list[dict] | None = None,
     state=None,
+    *,
+    margin: int | None = None,
 ) -> Result:
     """A Result from member maps ``mus`` (E, F, *grid) or (E, *grid) in Pa (E >= 1) and
     the fitted field ``u_fit``: mu is their mean, mu_std their spread (E > 1); accuracy
     metrics against the dataset's ground truth, the ``clinical`` medians
     (:func:`helmholtz_pinn.clinical.summaries`: over the mask and per region) and the
     ``fit_quality`` checks (:func:`quality_checks`) are added to ``facts``; a failed
-    check is warned about."""
-    from helmholtz_pinn import clinical, metrics
+    check is warned about.
+
+    ``margin`` (default: the config's ``metric_margin``, else 0) leaves a rim of that many
+    voxels inside the mask out of the accuracy metrics and the clinical medians
+    (:func:`helmholtz_pinn.metrics.interior_mask`; in-plane only for a slicewise fit,
+    whose slices have no z edge); ``metric_margin`` and ``metric_voxels`` (the voxels
+    scored) are recorded in the facts. The fit-quality checks use the whole mask."""
+    from helmholtz_pinn import clinical, metrics, quality
 
     mus = np.asarray(mus)
     mu = mus.mean(axis=0)
     mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if len(mus) > 1 else None
-    facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset)}
+    margin = getattr(config, "metric_margin", 0) if margin is None else margin
+    axes = (0, 1) if facts.get("mode") == "slicewise" else None
+    scored = metrics.interior_mask(dataset.mask, margin, axes)
+    facts = {**facts, "unit_mu": "Pa", **metrics.evaluate(mu, dataset, margin=margin, axes=axes)}
+    facts.update(metric_margin=int(margin), metric_voxels=int(scored.sum()))
     facts["clinical"] = clinical.summaries(
-        mu, dataset.frequency, dataset.rho, dataset.mask, dataset.regions
+        mu,
+        dataset.frequency,
+        dataset.rho,
+        scored,
+        dataset.regions,
+        getattr(config, "mu_model", None),
     )
-    facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history)
+    facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history, mu_std)
     for check in facts["fit_quality"]:
         if not check["passed"]:
             message = f"fit quality: {check['name']}: {check['message']}"
-            warnings.warn(message, metrics.FitQualityWarning, stacklevel=2)
+            warnings.warn(message, quality.FitQualityWarning, stacklevel=2)
     return Result(
         mu=mu,
         u_fit=u_fit,
@@ -155,6 +180,7 @@ def baseline_result(
     smoothing: str | None = None,
     sigma: float | None = None,
     window: int = 7,
+    margin: int = 0,
     sigma_mm: float | None = None,
 ) -> Result:
     """A classical baseline of :mod:`helmholtz_pinn.baselines` as a Result (mu in Pa).
@@ -164,10 +190,11 @@ def baseline_result(
     (voxels) default to the method's: none and 2 for ahi, gaussian and 1.5 for curl-mdev
     (measured: ``baselines.AHI_SIGMA``, ``baselines.CURL_SIGMA``); ``sigma_mm`` gives the
     width in mm instead (cubic voxels; not with ``sigma``); a width implies Gaussian
-    smoothing; ``window`` (voxels) is the
-    Savitzky-Golay window. The facts hold ``method``, ``baseline_settings``
-    (:func:`~helmholtz_pinn.baselines.baseline_settings`: method, smoothing, sigma in
-    voxels and mm, window; also the Result's ``config``, saved as config.json),
+    smoothing; ``window`` (voxels) is the Savitzky-Golay window; ``margin`` (voxels)
+    leaves the mask's rim out of the metrics (see :func:`make_result`). The facts hold
+    ``method``, ``baseline_settings`` (:func:`~helmholtz_pinn.baselines.baseline_settings`:
+    method, smoothing, sigma in voxels and mm, window; also the Result's ``config``, saved
+    as config.json),
     ``wall_time_s`` and ``fit_quality`` (see :func:`quality_checks`).
 
     Raises :class:`~helmholtz_pinn.errors.DatasetError` for curl-mdev on data without 3
@@ -201,23 +228,28 @@ def baseline_result(
     except ValueError as err:  # InputError (and any ValueError): name the method, one line
         raise InputError(f"baseline {method}: {err}") from None
     facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)
-    return make_result(dataset, settings, mu[None], dataset.u, facts)
+    return make_result(dataset, settings, mu[None], dataset.u, facts, margin=margin)
 
 
 def quality_checks(
-    dataset: Dataset, config: Any, mu: np.ndarray, facts: dict, history: list[dict] | None
+    dataset: Dataset,
+    config: Any,
+    mu: np.ndarray,
+    facts: dict,
+    history: list[dict] | None,
+    mu_std: np.ndarray | None = None,
 ) -> list[dict]:
-    """The ``fit_quality`` entry of a Result's facts (:func:`metrics.fit_quality`).
+    """The ``fit_quality`` entry of a Result's facts (:func:`quality.fit_quality`).
 
     A PINN fit (``config`` a :class:`~helmholtz_pinn.config.Config`) runs every check:
     against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
-    the run facts have them) and the history. The AHI estimate is the facts'
-    ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
+    the run facts have them), the history and an ensemble's ``mu_std``. The AHI estimate
+    is the facts' ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
     :func:`baselines.estimate_modulus` of the dataset. A baseline
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
     ``modulus_range``, against the AHI estimate of the data as the reference.
     """
-    from helmholtz_pinn import baselines, metrics
+    from helmholtz_pinn import baselines, quality
     from helmholtz_pinn.config import Config
 
     pinn = isinstance(config, Config)
@@ -228,8 +260,8 @@ def quality_checks(
         except ValueError:  # no finite AHI modulus in the mask: the check says skipped
             estimate = None
     if not pinn:
-        return metrics.fit_quality(mu, dataset.mask, estimate, checks=("modulus_range",))
-    return metrics.fit_quality(
+        return quality.fit_quality(mu, dataset.mask, estimate, checks=("modulus_range",))
+    return quality.fit_quality(
         mu,
         dataset.mask,
         facts.get("mu_ref_pa"),
@@ -239,4 +271,5 @@ def quality_checks(
         noise_fraction=facts.get("noise_fraction"),
         field_weight=facts.get("field_weight"),
         history=history,
+        mu_std=mu_std,
     )

@@ -9,7 +9,10 @@ Sources (read by :mod:`helmholtz_pinn.readers`, whose public names are re-export
   down in a struct) or arguments.
 - NIfTI: one complex (or real multi-phase) volume, a real + imaginary pair or a
   magnitude + phase pair (phase in radians). Spacing comes from the header zooms in the
-  header's unit (mm when the header says "unknown"), converted to metres.
+  header's unit (mm when the header says "unknown"), converted to metres; the header's
+  affine (mm) becomes the dataset's ``affine``.
+- Known MATLAB layouts (``preset``, :mod:`helmholtz_pinn.presets`): "bioqic" for
+  BIOQIC/MDEV-style 6-D phase arrays.
 
 Layout. ``axes`` names each axis of the wave array in order (MATLAB's order for
 ``.mat``, NIfTI's i, j, k, t, ... order for NIfTI): ``x``, ``y``, ``z`` = grid,
@@ -34,13 +37,16 @@ from pathlib import Path
 
 import numpy as np
 
+from helmholtz_pinn import masks, presets
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import DatasetError
 from helmholtz_pinn.readers import (
     FREQUENCY_NAMES,
     PHASE_MODES,
     SPACING_NAMES,
+    grid_affine,
     metadata,
+    nifti_grid_axes,
     phase_harmonic,
     pick_wave,
     polar_to_complex,
@@ -54,6 +60,7 @@ from helmholtz_pinn.readers import (
 __all__ = [
     "KINDS",
     "PHASE_MODES",
+    "PRESETS",
     "SPACING_UNITS",
     "arrange",
     "convert",
@@ -75,6 +82,7 @@ _PAIR_TOKENS = {
     "nifti-polar": ({"mag", "magnitude", "abs", "amp"}, {"phase", "pha", "ph"}),
 }
 _PLAUSIBLE_SPACING_M = (1e-5, 0.05)
+PRESETS = presets.PRESETS
 
 
 def convert(
@@ -87,6 +95,8 @@ def convert(
     spacing: float | Sequence[float] | None = None,
     spacing_unit: str = "m",
     phase: str | None = None,
+    preset: str | None = None,
+    mask_from: str | None = None,
 ) -> Dataset:
     """Read scanner files into a validated :class:`Dataset`.
 
@@ -111,6 +121,17 @@ def convert(
         |phase| > pi, else "time"); offset and linear drift are then removed before
         the first harmonic. None: "auto" for a magnitude + phase NIfTI pair whose
         axes include ``t``, else the images are taken as displacement (plain harmonic).
+      preset: a known MATLAB layout of :data:`PRESETS` (:mod:`helmholtz_pinn.presets`):
+        "bioqic" reads BIOQIC/MDEV-style 6-D phase arrays ``[rows, columns, slices,
+        time steps, components, frequencies]`` with their variable names; ``variable``,
+        ``axes``, ``phase``, ``frequency`` and ``spacing`` still override it.
+      mask_from: "magnitude": the mask is made from the magnitude images (a
+        "nifti-polar" pair's first file, or a MATLAB ``magnitude`` variable laid out like
+        the wave field) by :func:`helmholtz_pinn.masks.from_magnitude`; not with a mask
+        variable in the file. None: the file's ``mask`` variable, else every voxel.
+
+    A NIfTI input sets the dataset's ``affine`` (:func:`grid_affine`: the header's, in
+    mm, for the grid axes); a MATLAB input has none.
 
     Raises:
       DatasetError: unreadable input, unknown or ambiguous layout, missing frequency
@@ -123,20 +144,27 @@ def convert(
     for p in paths:
         if not p.is_file():
             raise DatasetError(f"no such file: {p}")
-    kind = _resolve_kind(paths, kind)
+    spec = None if preset is None else presets.get(preset)
+    if spec is not None and kind not in ("auto", "mat"):
+        raise DatasetError(f"preset {preset!r} reads MATLAB files; got kind {kind!r}")
+    kind = "mat" if spec is not None else _resolve_kind(paths, kind)
+    axes = spec.axes if spec is not None and axes is None else axes
+    phase = spec.phase if spec is not None and phase is None else phase
     series = kind == "nifti-polar" and axes is not None and "t" in axes
     phase = "auto" if series and phase is None else phase
     if kind == "mat":
-        name, wave, file_freq, file_spacing, mask = _mat_source(paths, variable, unit)
+        source = _mat_source(paths, variable, unit, spec, spacing is None)
+        name, wave, file_freq, file_spacing, mask, magnitude = source
     else:
         wave, zooms = read_nifti_wave(paths, kind, phase_series=series)
         name, file_freq, mask = paths[0].name, None, None
+        magnitude = read_nifti(paths[0])[0] if kind == "nifti-polar" and mask_from else None
     axes = axes if axes is not None else _default_axes(wave, name, kind != "mat")
     u = arrange(wave, axes, name, phase=phase)
     if spacing is not None:
         values = _float_vector("spacing", spacing) * unit
     elif kind != "mat":
-        values = _nifti_spacing(zooms, axes)
+        values = zooms[nifti_grid_axes(axes)]
     elif file_spacing is not None:
         values = file_spacing
     else:
@@ -144,9 +172,13 @@ def convert(
             f"voxel spacing unknown: {paths[0]} has no spacing/voxel_size variable; "
             "pass spacing=[dx, dy(, dz)] with spacing_unit='m' or 'mm' (--spacing)"
         )
+    affine = _input_affine(paths[0], axes) if kind != "mat" else None
     u, values = _squeeze_single_slice(u, values)
-    if mask is not None:
+    if mask_from is not None:
+        mask = masks.for_convert(mask_from, magnitude, mask, axes, paths[0])
+    elif mask is not None:
         mask = _grid_array(mask, axes, "mask")
+    if mask is not None:
         if mask.ndim == 3 and mask.shape[2] == 1 and u.ndim == 4:  # squeezed slice
             mask = mask[..., 0]
     return Dataset(
@@ -154,43 +186,42 @@ def convert(
         frequency=_resolve_frequency(frequency, file_freq, u.shape[0], paths[0]),
         spacing=_check_spacing(values, u.ndim - 2),
         mask=mask,
+        affine=affine,
     )
 
 
-def grid_affine(path: str | Path, axes: str | None = None) -> np.ndarray:
-    """The 4x4 affine (mm) of the dataset grid that :func:`convert` makes of the NIfTI
-    file ``path`` (the first of a pair) with the same ``axes`` (default "xyz").
-
-    Its columns are the header affine's columns of the NIfTI axes holding x, y(, z);
-    for a 2-D grid the remaining spatial axis (the slice normal) is the third column.
-    For ``Result.save(out, nifti=True, affine=grid_affine(path))``: the maps then lie
-    in the scanner coordinates of the input (``outputs.nifti_affine`` rescales the
-    columns to the dataset's spacing).
-    """
-    axes = "xyz" if axes is None else axes
-    positions = [axes.index(a) for a in "xyz" if a in axes]
-    if max(positions) > 2:
-        raise DatasetError(
-            f"axes {axes!r}: NIfTI grid axes x, y, z must be among the first three "
-            "(spatial) dimensions"
-        )
-    affine = read_nifti_affine(path)
-    columns = positions + [i for i in range(3) if i not in positions][: 3 - len(positions)]
-    return affine[:, [*columns, 3]]
+def _input_affine(path: Path, axes: str) -> np.ndarray | None:
+    """:func:`grid_affine` of a NIfTI input, None when its grid axes are not all among
+    the first three (spatial) NIfTI axes (spacing was then given)."""
+    return grid_affine(path, axes) if max(axes.find(a) for a in "xyz") <= 2 else None
 
 
 def _mat_source(
-    paths: list[Path], variable: str | None, unit: float
-) -> tuple[str, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """(wave name, wave array, frequency Hz, spacing m, mask) from one MATLAB file."""
+    paths: list[Path],
+    variable: str | None,
+    unit: float,
+    spec: presets.Preset | None,
+    need_spacing: bool,
+) -> tuple:
+    """(wave name, wave array, frequency Hz, spacing m (if ``need_spacing``), mask,
+    magnitude) from
+    one MATLAB file, laid out by the preset ``spec`` when given."""
     if len(paths) != 1:
         raise DatasetError(f"kind 'mat' takes one file; got {len(paths)}")
-    variables = read_mat(paths[0])
-    name, wave = pick_wave(variables, variable, paths[0])
-    frequency = metadata(variables, FREQUENCY_NAMES, "frequency", paths[0])
-    spacing = metadata(variables, SPACING_NAMES, "spacing", paths[0])
-    spacing = None if spacing is None else spacing * unit
-    return name, wave, frequency, spacing, variables.get("mask")
+    path = paths[0]
+    variables = read_mat(path)
+    spacing = None
+    if spec is None:
+        name, wave = pick_wave(variables, variable, path)
+    else:
+        name, wave = presets.wave(spec, variables, variable, path)
+        grid = tuple(wave.shape[spec.axes.index(a)] for a in "xyz" if a in spec.axes)
+        spacing = presets.spacing(spec, variables, grid, path) if need_spacing else None
+    frequency = metadata(variables, FREQUENCY_NAMES, "frequency", path)
+    if spacing is None:
+        spacing = metadata(variables, SPACING_NAMES, "spacing", path)
+        spacing = None if spacing is None else spacing * unit
+    return name, wave, frequency, spacing, variables.get("mask"), variables.get("magnitude")
 
 
 # --- layout ---
@@ -274,17 +305,6 @@ def _default_axes(array: np.ndarray, name: str, nifti: bool) -> str:
         "component (c), frequency (f) or phase (t): pass axes, e.g. "
         f"axes='{example.get(array.ndim, 'xyzcft')}' (--axes)"
     )
-
-
-def _nifti_spacing(zooms: np.ndarray, axes: str) -> np.ndarray:
-    """Header voxel size (m) of the grid axes x, y, z, in that order."""
-    positions = [axes.index(a) for a in "xyz" if a in axes]
-    if max(positions) > 2:
-        raise DatasetError(
-            f"axes {axes!r}: NIfTI grid axes x, y, z must be among the first three "
-            "(spatial) dimensions; or pass spacing"
-        )
-    return zooms[positions]
 
 
 def _grid_array(array: np.ndarray, axes: str, name: str) -> np.ndarray:

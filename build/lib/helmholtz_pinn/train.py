@@ -289,11 +289,16 @@ def block_fn(
 def set_learning_rate(state: TrainState, lr) -> TrainState:
     """The same state with Adam's rate replaced (no recompile: same dtype and shape).
 
-    ``lr`` is a float, or one rate per member (S,) for a stacked state.
+    ``lr`` is a float, or one rate per member (S,) for a stacked state. A placed state
+    keeps its placement: the new rate is put where the old one was (across processes,
+    each fills its own devices), so the state stays one global array per leaf.
     """
     hyper = dict(state.opt_state.hyperparams)
     old = hyper["learning_rate"]
-    hyper["learning_rate"] = jnp.broadcast_to(jnp.asarray(lr, old.dtype), old.shape)
+    new = np.broadcast_to(np.asarray(lr, old.dtype), old.shape)
+    if isinstance(old, jax.Array):
+        new = jax.make_array_from_callback(old.shape, old.sharding, lambda index: new[index])
+    hyper["learning_rate"] = new
     return state._replace(opt_state=state.opt_state._replace(hyperparams=hyper))
 
 
