@@ -135,6 +135,14 @@ class Checkpointer:
                 + ": free space and continue with --resume"
             ) from None
 
+    def clear(self) -> list[int]:
+        """Delete every checkpoint in the folder (an earlier run's: a fresh fit must
+        not leave them to be resumed later); returns their steps."""
+        steps = sorted(self.manager.all_steps())
+        for step in steps:
+            self.manager.delete(step)
+        return steps
+
     def restore(self, like: TrainState) -> tuple[TrainState, HostState, int] | None:
         """The newest readable checkpoint shaped like ``like`` as (state, host, step), or
         None if there is none. One that cannot be read (corrupt, truncated) is noted in
@@ -235,7 +243,9 @@ def start(
 
     The facts: ``resumed_from_step`` (int, or None for a fresh start) and
     ``resumed_from`` (the checkpoint's folder); ``no_checkpoint_in`` (the folder) when a
-    resume found nothing to continue from and the fit starts at step 0. With
+    resume found nothing to continue from and the fit starts at step 0. Without
+    ``resume`` the folder's checkpoints of an earlier run are deleted first
+    (``cleared_checkpoints``: the folder and their steps). With
     ``resume="strict"`` that case raises :class:`CheckpointError` instead."""
     facts = {"resumed_from_step": None, "resumed_from": None}
     ckpt = (
@@ -243,6 +253,8 @@ def start(
         if directory is None
         else Checkpointer(directory, config, config.checkpoint_every, data)
     )
+    if not resume and ckpt is not None and (old := ckpt.clear()):
+        facts["cleared_checkpoints"] = f"{ckpt.directory} (steps {', '.join(map(str, old))})"
     try:
         restored = ckpt.restore(state) if resume and ckpt is not None else None
     except CheckpointError:

@@ -109,6 +109,7 @@ def cmd_invert(args) -> int:
         raise
     except DivergenceError as err:
         if writer:
+            outputs.clear_results(args.out)  # an earlier run's mu.npz must not look like ours
             outputs.write_json(args.out / "failure.json", {"error": str(err)})
         where = f"no result written; see {args.out / 'failure.json'}"
         print(f"helmholtz-pinn invert: error: {err} ({where})", file=sys.stderr)

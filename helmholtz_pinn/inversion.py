@@ -246,6 +246,11 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
         )
     elif facts.get("no_checkpoint_in"):
         notes.append(f"no usable checkpoint in {facts['no_checkpoint_in']}: started at step 0")
+    if facts.get("cleared_checkpoints"):
+        notes.append(
+            f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']}: a fit "
+            "without --resume (resume=True) starts afresh"
+        )
     if planned != cfg.steps:
         notes.append(
             f"steps={cfg.steps} rounded up to {planned}: a whole number of "

@@ -51,6 +51,32 @@ def _plain(value):
     return value
 
 
+# Files a run writes into OUT (Result.save, a diverged fit's report); the NIfTI maps go
+# into OUT/maps/. A new result clears them first, so nothing of an earlier run is left
+# beside it (user files in OUT are not touched).
+RESULT_FILES = (
+    "mu.npz",
+    "metrics.json",
+    "history.csv",
+    "config.json",
+    "wave.png",
+    "modulus.png",
+    "loss.png",
+    "uncertainty.png",
+    "failure.json",
+)
+
+
+def clear_results(out: Path) -> list[str]:
+    """Delete an earlier run's :data:`RESULT_FILES` and ``maps/*.nii.gz`` in ``out``;
+    returns their names."""
+    found = [out / name for name in RESULT_FILES if (out / name).is_file()]
+    found += sorted((out / "maps").glob("*.nii.gz"))
+    for path in found:
+        path.unlink()
+    return [str(p.relative_to(out)) for p in found]
+
+
 @contextlib.contextmanager
 def writing(out: Path):
     """Within: an OSError while writing into ``out`` (disk full, a read-only file system)

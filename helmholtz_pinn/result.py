@@ -63,7 +63,9 @@ class Result:
     def save(
         self, out: str | Path, *, nifti: bool = False, affine: np.ndarray | None = None
     ) -> Path:
-        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures.
+        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures,
+        after deleting an earlier run's result files in ``out``
+        (:func:`helmholtz_pinn.outputs.clear_results`; other files are left alone).
 
         ``nifti=True`` also writes the clinical maps of :mod:`helmholtz_pinn.clinical`
         (G', G'', |G*|, phi, c, a, a/omega) as ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz``
@@ -80,6 +82,7 @@ class Result:
 
         out = outputs.prepare_dir(out)
         with outputs.writing(out):
+            outputs.clear_results(out)  # nothing of an earlier run stays beside this one
             self._write(out, nifti, affine)
         return out
 

@@ -185,3 +185,18 @@ def test_a_corrupt_checkpoint_falls_back_to_the_older_one(data, finished, tmp_pa
     with pytest.raises(CheckpointError, match="cannot be restored .*; remove the folder") as err:
         invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
     assert "\n" not in str(err.value)
+
+
+def test_a_fresh_fit_removes_an_earlier_runs_checkpoints_and_says_so(data, tmp_path):
+    """Without resume, the folder's old checkpoints (here of another seed, stopped at
+    step 5) are deleted before the fit, with a note; the folder then holds only this
+    run's, so a later resume continues this run, not the old one."""
+    folder = tmp_path / "checkpoints"
+    invert(
+        data, CFG.replace(seed=7), checkpoint_dir=folder, callback=_stop_after_first_block, **RUN
+    )
+    fresh = invert(data, CFG, checkpoint_dir=folder, callback=_stop_after_first_block, **RUN)
+    assert fresh.metrics["cleared_checkpoints"] == f"{folder} (steps 5)"
+    assert any("removed an earlier run's checkpoints" in n for n in fresh.metrics["notes"])
+    resumed = invert(data, CFG, checkpoint_dir=folder, resume="strict", **RUN)
+    assert resumed.metrics["resumed_from_step"] == 5  # this seed's checkpoint: no refusal

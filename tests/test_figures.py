@@ -313,3 +313,17 @@ def test_uncertainty_figure_for_ensembles(tmp_path):
     fig = figures.uncertainty_figure(result.mu, result.mu_std, ds, fig=Figure())
     assert _colorbar_labels(fig) == {"G' (kPa)", "std of G' (Pa)", "std / |mean| (%)"}
     assert _titles(fig)[0] == "ensemble mean G' at 60 Hz (kPa)"
+
+
+def test_saving_clears_an_earlier_runs_results_but_not_other_files(tmp_path):
+    """An ensemble's uncertainty.png, NIfTI maps and a diverged run's failure.json in OUT
+    do not survive a new result saved there; a user's own file does."""
+    from helmholtz_pinn import outputs
+
+    out = tmp_path / "run"
+    (out / "maps").mkdir(parents=True)
+    for name in ("uncertainty.png", "failure.json", "maps/storage_Pa_60Hz.nii.gz", "notes.txt"):
+        (out / name).write_text("old")
+    removed = outputs.clear_results(out)
+    assert sorted(removed) == ["failure.json", "maps/storage_Pa_60Hz.nii.gz", "uncertainty.png"]
+    assert (out / "notes.txt").read_text() == "old" and not (out / "uncertainty.png").exists()
