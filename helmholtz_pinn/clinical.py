@@ -208,16 +208,13 @@ def model_parameters(mu: np.ndarray, frequency: np.ndarray, mu_model: str | None
     springpot (mu = kappa (i omega)^alpha): the exponent alpha = 2 arg(G*) / pi. Both
     are the same at every frequency for such a fit; the highest frequency's map is used.
     Empty for other models (per-frequency, baselines) or a single map."""
-    mu = np.asarray(mu)
-    names = MODEL_PARAMETERS.get(mu_model or "", {})
-    if not names or mu.ndim < 2 or mu.shape[0] != len(np.atleast_1d(frequency)):
+    mu, freqs = np.asarray(mu), np.atleast_1d(np.asarray(frequency, dtype=np.float64))
+    if mu_model not in MODEL_PARAMETERS or mu.ndim < 2 or mu.shape[0] != len(freqs):
         return {}
-    top = int(np.argmax(frequency))
-    values = {
-        "viscosity": lambda: mu[top].imag / (2 * np.pi * np.atleast_1d(frequency)[top]),
-        "alpha": lambda: np.angle(mu[top]) * 2 / np.pi,
-    }
-    return {name: values[name]() for name in names}
+    top = int(np.argmax(freqs))
+    if mu_model == "voigt":
+        return {"viscosity": mu[top].imag / (2 * np.pi * freqs[top])}
+    return {"alpha": np.angle(mu[top]) * 2 / np.pi}
 
 
 def _median(values: np.ndarray) -> float | None:

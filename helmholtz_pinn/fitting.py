@@ -72,7 +72,7 @@ def fit(
             f"no usable checkpoint in {folder}: resume='strict' (--resume-strict) does not "
             "start a fit afresh"
         )
-    rows = max(int(prepare(d, shared).problem.count) for d in datasets) if chunked else None
+    rows = max(_voxel_rows(d, shared) for d in datasets) if chunked else None
     mode = True if chunked and resume else resume  # a chunk not reached yet has none
     e, maps, preps, states, histories = shared.ensemble, [], [], [], []
     facts, done, unreadable = {}, 0, []
@@ -81,7 +81,8 @@ def fit(
             print(f"chunk {c + 1}/{len(groups)}: datasets {idx[0]}-{idx[-1]}", file=sys.stderr)
         sub = folder / f"chunk-{c:03d}" if chunked and folder is not None else folder
         pad = [idx[-1]] * (size - len(idx))  # a short last chunk reuses the compiled block
-        part = [prepare(datasets[i], shared) for i in [*idx, *pad]]
+        part = [prepare(datasets[i], shared) for i in idx]
+        part += part[-1:] * len(pad)  # the padding repeats the last dataset's problem
         real = slice(0, len(idx) * e)
         see = callback if not (pad and callback) else _members_only(callback, real)
         state, history, plan, resumed = _fit_chunk(
@@ -125,6 +126,14 @@ def _chunk_size(datasets, shared: Config, stacked: bool, devices, folder: Path |
         n = len(jax.devices()) if devices in (None, "all") else int(devices)
         members = memory.members_per_chunk(p.spec, int(p.problem.count), n) or len(datasets)
     return max(1, min(len(datasets), members // shared.ensemble))
+
+
+def _voxel_rows(dataset: Dataset, shared: Config) -> int:
+    """The voxel rows :func:`prepare` gives ``dataset`` (its mask after the form's
+    transform), without preparing it."""
+    spec = train.Spec.of(shared, dataset.ndim, dataset.n_freq, dataset.n_comp)
+    form = spec.form
+    return int((dataset if form.transform is None else form.transform(dataset)).mask.sum())
 
 
 def _save_chunk_size(folder: Path, size: int) -> None:
