@@ -30,9 +30,12 @@ class Config:
         the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
         field of view / wavelength).
       sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale;
-        sigma_factor_u None: 1.0 for 2-D data (slicewise fits too), 0.25 for one 3-D fit
+        sigma_factor_u None: 1.0 for 2-D data (slicewise fits too), 0.5 for one 3-D fit
         (a 2-D-tuned scale biases 3-D fits' G' low; measured on the elastic volumes,
         docs/accuracy_elastic.md).
+      sigma_ratio_z: 3-D fits only: the Fourier scale along the third (slice) axis as a
+        fraction of the in-plane scale, for both networks (1 is isotropic; tuned on slabs
+        10 voxels thick, where through-plane detail is poorly sampled).
       activation: hidden activation, "tanh" or "sin".
       pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
         (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
@@ -58,7 +61,8 @@ class Config:
       steps: training steps (a multiple of ``sync_interval`` is run).
       sync_interval: steps per on-device ``lax.scan`` block; the loss is read once a block.
       batch_size: voxels drawn per step (data and collocation points); every voxel
-        in the mask, each step, when it is at least their number.
+        in the mask, each step, when it is at least their number; None: 2048 for 2-D
+        data, 4096 for one 3-D fit.
       learning_rate: Adam step size at the start.
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps linearly from 0.
@@ -82,15 +86,16 @@ class Config:
       seed: seeds the network initialisation and the collocation sampling.
     """
 
-    width: int = 128
+    width: int = 256
     depth: int = 3
     mu_width: int = 64
     mu_depth: int = 2
-    n_features: int = 64
+    n_features: int = 128
     sigma_u: float | None = None
     sigma_mu: float | None = None
     sigma_factor_u: float | None = None
     sigma_factor_mu: float = 0.5
+    sigma_ratio_z: float = 0.25
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
     mu_model: Literal["voigt", "per-frequency", "springpot"] = "voigt"
@@ -99,7 +104,7 @@ class Config:
     mu_ref: float | None = None
     steps: int = 10000
     sync_interval: int = 100
-    batch_size: int = 2048
+    batch_size: int | None = None
     learning_rate: float = 1e-3
     pde_weight: float = 0.1
     pde_warmup: int = 1000
@@ -125,7 +130,6 @@ class Config:
             "n_features",
             "steps",
             "sync_interval",
-            "batch_size",
             "plateau_patience",
             "checkpoint_every",
             "ensemble",
@@ -138,17 +142,19 @@ class Config:
             "plateau_factor",
             "min_lr",
             "sigma_factor_mu",
+            "sigma_ratio_z",
             "noise_floor",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
-        chunk = self.max_members_per_chunk
-        if chunk is not None and (
-            not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1
-        ):
-            raise ConfigError(
-                f"config.max_members_per_chunk must be a positive integer or None; got {chunk!r}"
-            )
+        for name in ("max_members_per_chunk", "batch_size"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise ConfigError(
+                    f"config.{name} must be a positive integer or None; got {value!r}"
+                )
         for name in ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u"):
             value = getattr(self, name)
             if value is not None and not value > 0:

@@ -152,7 +152,9 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     def init(seed):
         p = preps[0]
         return jax.device_get(
-            train.init_state(spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate)
+            train.init_state(
+                spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
+            )
         )
 
     seeds = [init(cfg.seed + k) for k in range(e)]
@@ -167,7 +169,7 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         devices,
         rows=rows,
         per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
-        batch_size=cfg.batch_size,
+        batch_size=spec.batch_size,
         members=members,
         shared_problem=members > 0 and not stacked,
     )

@@ -67,10 +67,14 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
     return field_of_view(dataset) * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
 
 
-# The u-network's Fourier factor of one 3-D fit. H200, navier, 2026-12-01, tuning volume
-# (four-target, clean / -20 dB), median G' error: factor 1.0: 27 / 30 %, 0.5: 13 / 16 %,
-# 0.35: 9.0 / 11 %, 0.25: 7.1 / 8.3 %, 0.18: 6.7 / 7.7 % (docs/accuracy_elastic.md).
-SIGMA_FACTOR_U_3D = 0.25
+# One 3-D fit: the u-network's Fourier factor, the through-plane ratio and the batch.
+# H200, navier, 2026-12-01/02, tuning volume (four-target 80 x 100 x 10, clean / -20 dB),
+# median G' error, isotropic, 128 x 3 networks, batch 2048: factor 1.0: 27 / 30 %, 0.5:
+# 13 / 16 %, 0.25: 7.1 / 8.3 %, 0.18: 6.7 / 7.4 %, 0.12: 7.0 / 7.8 %; 256 x 3 networks
+# with 128 features, factor 0.5, through-plane ratio 0.25, batch 4096: 4.8 / 6.7 %
+# (docs/accuracy.md, "3-D volumes").
+SIGMA_FACTOR_U_3D = 0.5
+BATCH_SIZE = {2: 2048, 3: 4096}
 
 
 def sigma_factor_u(cfg: Config, ndim: int) -> float:
@@ -79,6 +83,11 @@ def sigma_factor_u(cfg: Config, ndim: int) -> float:
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u
     return SIGMA_FACTOR_U_3D if ndim == 3 else 1.0
+
+
+def batch_size(cfg: Config, ndim: int) -> int:
+    """The configured ``batch_size``, else :data:`BATCH_SIZE` of the data's dimension."""
+    return cfg.batch_size if cfg.batch_size is not None else BATCH_SIZE[ndim]
 
 
 def shared_settings(
@@ -96,6 +105,7 @@ def shared_settings(
     cycles = max(wave_cycles(d, mu_ref) for d in datasets)
     return cfg.replace(
         mu_ref=mu_ref,
+        batch_size=batch_size(cfg, datasets[0].ndim),
         sigma_u=cfg.sigma_u or sigma_factor_u(cfg, datasets[0].ndim) * cycles,
         sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
     )

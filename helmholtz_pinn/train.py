@@ -152,15 +152,24 @@ OPTIMIZER = optax.inject_hyperparams(optax.adam)  # the rate lives in the state:
 
 
 def init_state(
-    spec: Spec, seed: int, sigma_u: float, sigma_mu: float, learning_rate: float
+    spec: Spec,
+    seed: int,
+    sigma_u: float,
+    sigma_mu: float,
+    learning_rate: float,
+    ratio_z: float = 1.0,
 ) -> TrainState:
-    """Initialise both networks (fixed Fourier matrices in ``consts``) and Adam."""
+    """Initialise both networks (fixed Fourier matrices in ``consts``) and Adam.
+    In 3-D, the rows of both Fourier matrices for the third axis are scaled by
+    ``ratio_z`` (the through-plane scale as a fraction of the in-plane one)."""
     key_u, key_mu, key_data = jax.random.split(jax.random.PRNGKey(seed), 3)
     x = jnp.zeros((1, spec.ndim), jnp.float32)
     u_net, mu_net = spec.networks(sigma_u, sigma_mu)
     vu, vmu = u_net.init(key_u, x), mu_net.init(key_mu, x)
     params = {"u": vu["params"], "mu": vmu["params"]}
     consts = {"u": vu["constants"], "mu": vmu["constants"]}
+    if spec.ndim == 3 and ratio_z != 1.0:
+        consts = {k: {**c, "B": c["B"].at[2].multiply(ratio_z)} for k, c in consts.items()}
     opt_state = OPTIMIZER(learning_rate=learning_rate).init(params)
     return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
 
