@@ -74,7 +74,6 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
 # with 128 features, factor 0.5, through-plane ratio 0.25, batch 4096: 4.8 / 6.7 %
 # (docs/accuracy.md, "3-D volumes").
 SIGMA_FACTOR_U_3D = 0.5
-BATCH_SIZE = {2: 2048, 3: 4096}
 
 
 def sigma_factor_u(cfg: Config, ndim: int) -> float:
@@ -83,11 +82,6 @@ def sigma_factor_u(cfg: Config, ndim: int) -> float:
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u
     return SIGMA_FACTOR_U_3D if ndim == 3 else 1.0
-
-
-def batch_size(cfg: Config, ndim: int) -> int:
-    """The configured ``batch_size``, else :data:`BATCH_SIZE` of the data's dimension."""
-    return cfg.batch_size if cfg.batch_size is not None else BATCH_SIZE[ndim]
 
 
 def shared_settings(
@@ -105,7 +99,7 @@ def shared_settings(
     cycles = max(wave_cycles(d, mu_ref) for d in datasets)
     return cfg.replace(
         mu_ref=mu_ref,
-        batch_size=batch_size(cfg, datasets[0].ndim),
+        batch_size=cfg.batch_size or train.BATCH_SIZE[datasets[0].ndim],
         sigma_u=cfg.sigma_u or sigma_factor_u(cfg, datasets[0].ndim) * cycles,
         sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
     )

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from settings import SMALL, plane_wave_dataset
+from settings import SMALL, plane_wave_dataset, plane_wave_slices
 
 from helmholtz_pinn import inversion, layout, loop, train
 from helmholtz_pinn.config import Config
@@ -160,3 +160,44 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
     assert res.mu_std.shape == res.mu.shape
     assert np.all(res.mu_std.real[0] > 0)
     assert res.metrics["ensemble"] == 3
+
+
+def test_the_through_plane_fourier_ratio_scales_only_the_third_axis_of_3d_networks():
+    """sigma_ratio_z: in 3-D the z rows of both Fourier matrices are ratio_z times the
+    isotropic ones and the in-plane rows are unchanged; a 2-D state ignores it; the
+    default batch is 2048 in 2-D and 4096 in 3-D."""
+    cfg = Config(**SMALL).replace(batch_size=None)
+    spec3, spec2 = train.Spec.of(cfg, 3, 1, 3), train.Spec.of(cfg, 2, 1, 3)
+    assert (spec2.batch_size, spec3.batch_size) == (2048, 4096)
+    iso = train.init_state(spec3, 0, 2.0, 1.0, 1e-3)
+    aniso = train.init_state(spec3, 0, 2.0, 1.0, 1e-3, ratio_z=0.25)
+    for net in ("u", "mu"):
+        b_iso, b = np.asarray(iso.consts[net]["B"]), np.asarray(aniso.consts[net]["B"])
+        assert b.shape[0] == 3
+        np.testing.assert_array_equal(b[:2], b_iso[:2])
+        np.testing.assert_allclose(b[2], 0.25 * b_iso[2], rtol=1e-6)
+        assert np.abs(b_iso[2]).max() > 0
+    flat = train.init_state(spec2, 0, 2.0, 1.0, 1e-3, ratio_z=0.25)
+    np.testing.assert_array_equal(
+        np.asarray(flat.consts["u"]["B"]),
+        np.asarray(train.init_state(spec2, 0, 2.0, 1.0, 1e-3).consts["u"]["B"]),
+    )
+
+
+def test_a_3d_fit_initialises_with_the_configured_through_plane_ratio(monkeypatch):
+    """inversion.invert passes Config.sigma_ratio_z to init_state (the fit's B matrices)."""
+    seen = []
+    original = train.init_state
+
+    def spy(spec, *args, **kwargs):
+        state = original(spec, *args, **kwargs)
+        seen.append((spec.ndim, np.asarray(state.consts["u"]["B"])))
+        return state
+
+    monkeypatch.setattr(train, "init_state", spy)
+    volume = plane_wave_slices(n=8, gs=(3000.0, 3000.0, 3000.0))
+    cfg = Config(**SMALL).replace(steps=10, sync_interval=10, sigma_ratio_z=0.25)
+    inversion.invert(volume, cfg, slicewise=False, progress=False, devices=1)
+    b = [b for ndim, b in seen if ndim == 3][0]
+    inplane, through = np.abs(b[:2]).mean(), np.abs(b[2]).mean()
+    assert through < 0.5 * inplane  # ratio 0.25 of an isotropic N(0, sigma^2) draw
