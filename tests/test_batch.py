@@ -111,8 +111,8 @@ def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
 
 
 def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
-    """sigma_u = factor * L / lambda_min, factor problem.SIGMA_FACTOR_U_3D for one 3-D fit (measured), the
-    configured factor where given."""
+    """sigma_u = factor * L / lambda_min, factor SIGMA_FACTOR_U_3D for one 3-D fit
+    (measured), the configured factor where given."""
     from helmholtz_pinn import problem
 
     volume = Dataset(
