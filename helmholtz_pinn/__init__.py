@@ -26,6 +26,7 @@ MODULES = (
     "scanner",
     "scalar_fd",
     "phantoms",
+    "fem_solve",
     "elastic",
     "model",
     "physics",

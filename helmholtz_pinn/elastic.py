@@ -29,12 +29,13 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse import linalg as splinalg
 from scipy.spatial import cKDTree
 from skfem import Basis, BilinearForm, ElementTetP2, ElementVector, FacetBasis, MeshTet, asm
 from skfem.helpers import ddot, div, dot, sym_grad
 
+from helmholtz_pinn import fem_solve
 from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.fem_solve import nested_dissection
 from helmholtz_pinn.phantoms import add_noise
 
 __all__ = [
@@ -168,46 +169,20 @@ def system_matrix(ops: Operators, omega: float) -> sparse.csr_matrix:
     return (real + 1j * omega * (ops.k_viscosity + ops.damping)).tocsr()
 
 
-def nested_dissection(points: np.ndarray, leaf: int = 256) -> np.ndarray:
-    """Fill-reducing order of the dofs at ``points`` (3, N) of a tensor-product mesh.
-
-    Coordinates are ranked per axis; P2 dofs on even ranks lie on vertex planes, which
-    separate the dofs on either side. Boxes of rank space are halved across their longest
-    axis recursively, separator last (geometric nested dissection; a valid permutation,
-    if a poorer one, on any mesh)."""
-    rank = np.stack([np.unique(c, return_inverse=True)[1] for c in points])
-    out: list[np.ndarray] = []
-
-    def split(sel: np.ndarray) -> None:
-        r = rank[:, sel]
-        lo, hi = r.min(1), r.max(1)
-        ax = int(np.argmax(hi - lo))
-        m = (lo[ax] + hi[ax]) // 2 // 2 * 2  # an even rank: a vertex plane
-        m += 2 if m <= lo[ax] else 0
-        if sel.size <= leaf or not lo[ax] < m < hi[ax]:
-            out.append(sel)
-            return
-        split(sel[r[ax] < m])
-        split(sel[r[ax] > m])
-        out.append(sel[r[ax] == m])
-
-    split(np.arange(points.shape[1]))
-    return np.concatenate(out)
-
-
-def solve(ops: Operators, omega: float, dofs: np.ndarray, values: np.ndarray) -> np.ndarray:
+def solve(
+    ops: Operators, omega: float, dofs: np.ndarray, values: np.ndarray, precision: str = "double"
+) -> np.ndarray:
     """FE coefficients ``u`` (complex, ``(N,)``) with ``u[dofs] = values`` and ``A u = 0``
-    on the other rows (natural or dashpot conditions elsewhere). SuperLU on the free dofs
-    in :func:`nested_dissection` order, symmetric mode (diagonal pivots preferred)."""
+    on the other rows (natural or dashpot conditions elsewhere): the free dofs in
+    :func:`fem_solve.nested_dissection` order, solved by :func:`fem_solve.solve`
+    (``precision`` "double" or "mixed")."""
     a = system_matrix(ops, omega)
-    order = nested_dissection(ops.basis.doflocs)
+    order = fem_solve.nested_dissection(ops.basis.doflocs)
     free = order[~np.isin(order, dofs)]
     u = np.zeros(a.shape[0], complex)
     u[dofs] = values
     rows = a[free]
-    options = {"permc_spec": "NATURAL", "diag_pivot_thresh": 0.1}
-    lu = splinalg.splu(rows[:, free].tocsc(), **options, options={"SymmetricMode": True})
-    u[free] = lu.solve(-(rows[:, dofs] @ u[dofs]))
+    u[free] = fem_solve.solve(rows[:, free].tocsc(), -(rows[:, dofs] @ u[dofs]), precision)
     return u
 
 
@@ -308,6 +283,7 @@ def simulate_elastic(
     z_faces: str = "free",
     mesh_size: float | None = None,
     elements_per_wavelength: float = 8.0,
+    precision: str = "double",
     noise_db: float | None = None,
     seed: int = 0,
     output: str = "volume",
@@ -323,7 +299,9 @@ def simulate_elastic(
     or "sliding" (``u_z = 0``, tangential traction free: a plane-strain-like bulk).
     ``mesh_size`` (m) defaults to the shear wavelength ``sqrt(background / rho) / f_max``
     divided by ``elements_per_wavelength`` (softer inclusions get fewer elements per
-    wavelength). ``noise_db`` (see :func:`phantoms.add_noise`, ``seed``) is relative to
+    wavelength). ``precision``: "double", or "mixed" (complex64 factors refined to a
+    1e-10 residual, half the memory: :mod:`helmholtz_pinn.fem_solve`). ``noise_db``
+    (see :func:`phantoms.add_noise`, ``seed``) is relative to
     the mean power of all three components per frequency, so all components carry the
     same absolute noise as in a scanner; ``output`` "slice" keeps the middle z-slice
     (index ``nz // 2``), sampled from the same 3-D solution.
@@ -366,7 +344,7 @@ def simulate_elastic(
     centres = np.stack(np.meshgrid(*axes, indexing="ij")).reshape(3, -1)
     u = np.empty((freqs.size, 3, *grid), np.complex64)
     for i, f in enumerate(freqs):
-        field = solve(ops, 2 * np.pi * f, dirichlet, values)
+        field = solve(ops, 2 * np.pi * f, dirichlet, values, precision)
         u[i] = sample(ops.basis, field, centres).reshape(3, *grid)
     region = labels(layout, extent, centres).reshape(grid)
     omega = 2 * np.pi * freqs.reshape(-1, *[1] * len(grid))
