@@ -214,6 +214,7 @@ def run_facts(
         "length_m": prep.scales.length,
         "sigma_u": prep.sigma_u,
         "sigma_mu": prep.sigma_mu,
+        "batch_size": prep.spec.batch_size,
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
         "retries": last.get("retries", 0),
         "weighting": cfg.weighting,
