@@ -174,10 +174,10 @@ def solve(
 ) -> np.ndarray:
     """FE coefficients ``u`` (complex, ``(N,)``) with ``u[dofs] = values`` and ``A u = 0``
     on the other rows (natural or dashpot conditions elsewhere): the free dofs in
-    :func:`fem_solve.nested_dissection` order, solved by :func:`fem_solve.solve`
+    :func:`nested_dissection` order, solved by :func:`fem_solve.solve`
     (``precision`` "double" or "mixed")."""
     a = system_matrix(ops, omega)
-    order = fem_solve.nested_dissection(ops.basis.doflocs)
+    order = nested_dissection(ops.basis.doflocs)
     free = order[~np.isin(order, dofs)]
     u = np.zeros(a.shape[0], complex)
     u[dofs] = values
@@ -300,7 +300,7 @@ def simulate_elastic(
     ``mesh_size`` (m) defaults to the shear wavelength ``sqrt(background / rho) / f_max``
     divided by ``elements_per_wavelength`` (softer inclusions get fewer elements per
     wavelength). ``precision``: "double", or "mixed" (complex64 factors refined to a
-    1e-10 residual, half the memory: :mod:`helmholtz_pinn.fem_solve`). ``noise_db``
+    1e-10 residual, factors of half the size: :mod:`helmholtz_pinn.fem_solve`). ``noise_db``
     (see :func:`phantoms.add_noise`, ``seed``) is relative to
     the mean power of all three components per frequency, so all components carry the
     same absolute noise as in a scanner; ``output`` "slice" keeps the middle z-slice
@@ -319,6 +319,7 @@ def simulate_elastic(
         mesh_size = math.sqrt(background / rho) / freqs.max() / elements_per_wavelength
     moduli = dict(lam=lam, rho=rho, background=background, mesh_size=mesh_size, viscosity=viscosity)
     _check_args(freqs, shape, h, drive, faces, z_faces, output, moduli)
+    fem_solve.check_precision(precision)
     if isinstance(layout, str):
         if layout not in LAYOUTS:
             raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")

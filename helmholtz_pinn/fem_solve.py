@@ -46,12 +46,17 @@ def nested_dissection(points: np.ndarray, leaf: int = 256) -> np.ndarray:
     return np.concatenate(out)
 
 
+def check_precision(precision: str) -> None:
+    """Raise a ValueError naming ``precision`` unless it is one of :data:`PRECISIONS`."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}")
+
+
 def solve(matrix: sparse.csc_matrix, rhs: np.ndarray, precision: str = "double") -> np.ndarray:
     """x (complex128) with ``matrix @ x = rhs``, the matrix already in a fill-reducing
     order; SuperLU in symmetric mode (diagonal pivots preferred), factorised in complex128
     ("double") or complex64 with refinement ("mixed", module doc)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}")
+    check_precision(precision)
     options = {"permc_spec": "NATURAL", "diag_pivot_thresh": 0.1}
     symmetric = {"SymmetricMode": True}
     if precision == "double":

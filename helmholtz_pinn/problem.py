@@ -68,7 +68,7 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
 
 
 # One 3-D fit: the u-network's Fourier factor, the through-plane ratio and the batch.
-# H200, navier, 2026-12-01/02, tuning volume (four-target 80 x 100 x 10, clean / -20 dB),
+# H200, navier, 2026-12-01, tuning volume (four-target 80 x 100 x 10, clean / -20 dB),
 # median G' error, isotropic, 128 x 3 networks, batch 2048: factor 1.0: 27 / 30 %, 0.5:
 # 13 / 16 %, 0.25: 7.1 / 8.3 %, 0.18: 6.7 / 7.4 %, 0.12: 7.0 / 7.8 %; 256 x 3 networks
 # with 128 features, factor 0.5, through-plane ratio 0.25, batch 4096: 4.8 / 6.7 %
@@ -99,7 +99,6 @@ def shared_settings(
     cycles = max(wave_cycles(d, mu_ref) for d in datasets)
     return cfg.replace(
         mu_ref=mu_ref,
-        batch_size=cfg.batch_size or train.BATCH_SIZE[datasets[0].ndim],
         sigma_u=cfg.sigma_u or sigma_factor_u(cfg, datasets[0].ndim) * cycles,
         sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
     )

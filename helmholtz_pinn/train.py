@@ -41,7 +41,7 @@ from helmholtz_pinn.model import (
 LOSS_NAMES = ("loss", "data", "pde")
 # Voxels per step when Config.batch_size is None, by the data's dimension (one 3-D fit
 # gets twice the 2-D batch: measured on the elastic volumes, docs/accuracy.md).
-BATCH_SIZE = {1: 2048, 2: 2048, 3: 4096}
+BATCH_SIZE = {2: 2048, 3: 4096}
 
 
 class Problem(NamedTuple):

@@ -155,6 +155,7 @@ def test_two_ellipse_layout_with_absorbing_and_sliding_faces():
         (dict(drive=(1.0, 0.0)), "drive must be 3"),
         (dict(lam=0.0), "lam"),
         (dict(shape=(10, 10, 10)), "does not fit"),
+        (dict(precision="single"), "precision must be one of .*'single'"),
     ],
 )
 def test_bad_arguments_raise_with_the_value(kwargs, match):
