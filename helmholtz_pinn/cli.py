@@ -91,7 +91,7 @@ def cmd_invert(args) -> int:
         results = inversion.invert(
             datasets[0] if len(datasets) == 1 else datasets,
             cfg,
-            slicewise=args.slicewise,
+            slicewise=bool(args.slicewise),
             devices=args.devices,
             progress=not args.no_progress and writer,
             callback=board,

@@ -168,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--slicewise",
         action=argparse.BooleanOptionalAction,
         help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all slices "
-        "batched (slices with an empty mask are left NaN); default: slicewise for "
-        "3-component volumes under --pde auto (measured better), else one 3-D fit",
+        "batched (slices with an empty mask are left NaN); default: one 3-D fit, "
+        "which uses the through-plane derivatives (measured better on elastic volumes)",
     )
     inv.add_argument(
         "--devices",

@@ -23,9 +23,12 @@ class Config:
     """Settings of one PINN inversion.
 
     Attributes:
-      width, depth: hidden width and number of hidden layers of the u-network.
+      width, depth: hidden width and number of hidden layers of the u-network; width
+        None: 256 for 2-D data (slicewise fits too), 512 for one 3-D fit (one network
+        holds the whole volume; measured on the elastic volumes, docs/accuracy.md).
       mu_width, mu_depth: the same for the mu-network.
-      n_features: Fourier frequencies per network (the embedding has 2 * n_features).
+      n_features: Fourier frequencies per network (the embedding has 2 * n_features);
+        None: 128 for 2-D data, 256 for one 3-D fit.
       sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
         the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
         field of view / wavelength).
@@ -86,11 +89,11 @@ class Config:
       seed: seeds the network initialisation and the collocation sampling.
     """
 
-    width: int = 256
+    width: int | None = None
     depth: int = 3
     mu_width: int = 64
     mu_depth: int = 2
-    n_features: int = 128
+    n_features: int | None = None
     sigma_u: float | None = None
     sigma_mu: float | None = None
     sigma_factor_u: float | None = None
@@ -123,11 +126,9 @@ class Config:
         _choice("mu_model", self.mu_model, MU_MODELS)
         _choice("weighting", self.weighting, WEIGHTINGS)
         for name in (
-            "width",
             "depth",
             "mu_width",
             "mu_depth",
-            "n_features",
             "steps",
             "sync_interval",
             "plateau_patience",
@@ -147,7 +148,7 @@ class Config:
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
-        for name in ("max_members_per_chunk", "batch_size"):
+        for name in ("width", "n_features", "max_members_per_chunk", "batch_size"):
             value = getattr(self, name)
             if value is not None and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 1

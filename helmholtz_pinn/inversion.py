@@ -43,7 +43,7 @@ def invert(
     data: Dataset | Sequence[Dataset],
     config: Config | None = None,
     *,
-    slicewise: bool | None = None,
+    slicewise: bool = False,
     devices: int | str | None = None,
     callback: Callable[[dict], bool | None] | None = None,
     progress: bool = True,
@@ -60,10 +60,9 @@ def invert(
     own scaling, loss, schedule, roll-back and early stop; mu_ref and the Fourier
     scales are shared, see :func:`shared_settings`). ``slicewise``: fit every z-slice of
     a 3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an
-    empty mask hold NaN). ``slicewise=None`` (default) decides by
-    :func:`auto_slicewise`: slice by slice for three-component volumes under
-    ``pde="auto"``, where it measured far better than one 3-D fit (docs/accuracy.md);
-    ``False`` forces the 3-D fit. ``overrides`` replace fields of ``config``; ``ensemble`` E > 1
+    empty mask hold NaN). The default, one 3-D fit of a volume, uses the through-plane
+    derivatives and measured better on the elastic FEM volumes (docs/accuracy.md: 3.1 %
+    median G' error against 7.1 % slice by slice on a 20-voxel slab). ``overrides`` replace fields of ``config``; ``ensemble`` E > 1
     gives each dataset E seeds (``mu`` their mean, ``mu_std`` their spread).
     ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.layout.plan`).
     ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
@@ -97,8 +96,6 @@ def invert(
     ]
     checks = [facts for _, facts in admitted]
     data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
-    chosen = slicewise is None and auto_slicewise(data, cfg)
-    slicewise = bool(slicewise) or chosen
     for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
         metrics.interior_mask(d.mask, cfg.metric_margin, (0, 1) if slicewise else None)
     datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
@@ -110,8 +107,6 @@ def invert(
     fitted = fitting.fit(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
     state, history, preps, maps = fitted.state, fitted.history, fitted.preps, fitted.maps
     facts = dict(devices=len(fitted.plan.devices), parallel=fitted.plan.mode, **fitted.facts)
-    if chosen:
-        facts["slicewise_chosen"] = SLICEWISE_REASON
     e = cfg.ensemble
     members = [fitting.rows_of(state, i, e, stacked) for i in range(len(datasets))]
     wall = time.perf_counter() - t0
@@ -140,18 +135,6 @@ def _warn_short(result: Result) -> Result:
 
 
 SHORT_RUN = "short run"
-SLICEWISE_REASON = (
-    "fitted slice by slice (slicewise=None, pde='auto', 3-component volume): on the elastic "
-    "FEM volumes (80 x 100 x 10 voxels) this measured 4.0-4.3 % median G' error against "
-    "4.8 % for one 3-D fit (docs/accuracy.md); pass slicewise=False (--no-slicewise) for "
-    "the 3-D fit, which uses the through-plane derivatives"
-)
-
-
-def auto_slicewise(data, cfg: Config) -> bool:
-    """What ``slicewise=None`` means: True for one 3-D dataset of three components under
-    ``pde="auto"``, else False."""
-    return isinstance(data, Dataset) and (data.ndim, data.n_comp, cfg.pde) == (3, 3, "auto")
 
 
 def _admit(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
@@ -233,7 +216,7 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
     """What a user should know about how the run went: a resume (or a resume that found
     no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
     ended inside the PDE warm-up or before the learning-rate schedule could act, and the
-    facts' assumption / slicewise choice. The warm-up note also comes as a
+    facts' assumption. The warm-up note also comes as a
     :class:`~helmholtz_pinn.quality.FitQualityWarning` (from :func:`invert`)."""
     planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
     ran, notes = facts["steps"], []
@@ -277,7 +260,7 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
             "(drop_empty_components)"
         )
     notes += facts.get("input_notes", [])
-    return notes + [facts[k] for k in ("slicewise_chosen", "assumption") if facts.get(k)]
+    return notes + ([facts["assumption"]] if facts.get("assumption") else [])
 
 
 def _assumption(spec: train.Spec) -> str | None:

@@ -139,20 +139,13 @@ def _volume(n_comp, nz=3, n=12):
     return Dataset(u=u, frequency=np.array([80.0]), spacing=np.full(3, 1e-3))
 
 
-def test_three_component_volumes_are_fitted_slicewise_by_default():
-    """slicewise=None: slice by slice for 3-component volumes under pde="auto" (and it
-    says so in the run facts); an explicit form, fewer components or slicewise=False
-    keep the 3-D fit."""
-    cfg = Config()
-    assert inversion.auto_slicewise(_volume(3), cfg)
-    assert not inversion.auto_slicewise(_volume(3), cfg.replace(pde="navier"))
-    assert not inversion.auto_slicewise(_volume(2), cfg)
-    assert not inversion.auto_slicewise([_volume(3)], cfg)
+def test_volumes_get_one_3d_fit_by_default_and_slices_on_request():
+    """A 3-component volume under pde="auto" is one 3-D navier fit (no slicewise mode);
+    slicewise=True fits its z-slices as a batch of 2-D fits on the volume's grid."""
     small = Config(**SMALL)
-    auto = inversion.invert(_volume(3), small, progress=False)
-    assert (
-        auto.metrics["mode"] == "slicewise" and "slice by slice" in auto.metrics["slicewise_chosen"]
-    )
-    assert auto.mu.shape == (1, 12, 12, 3)
-    forced = inversion.invert(_volume(3), small, slicewise=False, progress=False)
-    assert forced.metrics.get("mode") != "slicewise" and "slicewise_chosen" not in forced.metrics
+    whole = inversion.invert(_volume(3), small, progress=False)
+    assert whole.metrics["pde"] == "navier" and whole.metrics.get("mode") != "slicewise"
+    assert whole.mu.shape == (1, 12, 12, 3)
+    sliced = inversion.invert(_volume(3), small, slicewise=True, progress=False)
+    assert sliced.metrics["mode"] == "slicewise" and sliced.mu.shape == (1, 12, 12, 3)
+    assert not np.allclose(sliced.mu, whole.mu)
