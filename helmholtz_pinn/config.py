@@ -23,9 +23,10 @@ class Config:
     """Settings of one PINN inversion.
 
     Attributes:
-      width, depth: hidden width and number of hidden layers of the u-network; width
-        None: 256 for 2-D data (slicewise fits too), 512 for one 3-D fit (one network
-        holds the whole volume; measured on the elastic volumes, docs/accuracy.md).
+      width: hidden width of the u-network; None: 256 for 2-D data (slicewise fits
+        too), 512 for one 3-D fit (one network holds the whole volume; measured on the
+        elastic volumes, docs/accuracy.md).
+      depth: number of hidden layers of the u-network.
       mu_width, mu_depth: the same for the mu-network.
       n_features: Fourier frequencies per network (the embedding has 2 * n_features);
         None: 128 for 2-D data, 256 for one 3-D fit.
