@@ -62,8 +62,9 @@ def invert(
     a 3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an
     empty mask hold NaN). The default, one 3-D fit of a volume, uses the through-plane
     derivatives and measured better on the elastic FEM volumes (docs/accuracy.md: 3.1 %
-    median G' error against 7.1 % slice by slice on a 20-voxel slab). ``overrides`` replace fields of ``config``; ``ensemble`` E > 1
-    gives each dataset E seeds (``mu`` their mean, ``mu_std`` their spread).
+    median G' error against 7.1 % slice by slice on a 20-voxel slab). ``overrides``
+    replace fields of ``config``; ``ensemble`` E > 1 gives each dataset E seeds (``mu``
+    their mean, ``mu_std`` their spread).
     ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.layout.plan`).
     ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
     the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
