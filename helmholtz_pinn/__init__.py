@@ -72,6 +72,7 @@ _EXPORTS = {
     "baseline": ("baselines", "ahi"),
     "curl_mdev": "baselines",
     "simulate_elastic": "elastic",
+    "enable_compilation_cache": "compile_cache",
     "FitQualityWarning": "quality",
     "HelmholtzPinnError": "errors",
     "InputError": "errors",
