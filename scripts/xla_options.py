@@ -132,7 +132,6 @@ def one(name: str, steps: int, reps: int, sizes: list[str]) -> list[dict]:
     import contextlib
 
     import jax
-    import numpy as np
 
     from helmholtz_pinn import layout as placement
 
