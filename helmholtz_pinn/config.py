@@ -27,7 +27,8 @@ class Config:
         too), 512 for one 3-D fit (one network holds the whole volume; measured on the
         elastic volumes, docs/accuracy.md).
       depth: number of hidden layers of the u-network.
-      mu_width, mu_depth: the same for the mu-network.
+      mu_width, mu_depth: the same for the mu-network (which also carries the navier
+        form's pressure); None: 64 x 2 for 2-D data, 128 x 3 for one 3-D fit.
       n_features: Fourier frequencies per network (the embedding has 2 * n_features);
         None: 128 for 2-D data, 256 for one 3-D fit.
       sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
@@ -65,8 +66,8 @@ class Config:
       steps: training steps (a multiple of ``sync_interval`` is run).
       sync_interval: steps per on-device ``lax.scan`` block; the loss is read once a block.
       batch_size: voxels drawn per step (data and collocation points); every voxel
-        in the mask, each step, when it is at least their number; None: 2048 for 2-D
-        data, 4096 for one 3-D fit.
+        in the mask, each step, when it is at least their number; None: 2048 (one 3-D
+        fit at 4096 was as accurate and took twice as long; docs/accuracy.md).
       learning_rate: Adam step size at the start.
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps linearly from 0.
@@ -92,8 +93,8 @@ class Config:
 
     width: int | None = None
     depth: int = 3
-    mu_width: int = 64
-    mu_depth: int = 2
+    mu_width: int | None = None
+    mu_depth: int | None = None
     n_features: int | None = None
     sigma_u: float | None = None
     sigma_mu: float | None = None
@@ -128,8 +129,6 @@ class Config:
         _choice("weighting", self.weighting, WEIGHTINGS)
         for name in (
             "depth",
-            "mu_width",
-            "mu_depth",
             "steps",
             "sync_interval",
             "plateau_patience",
@@ -149,7 +148,14 @@ class Config:
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
-        for name in ("width", "n_features", "max_members_per_chunk", "batch_size"):
+        for name in (
+            "width",
+            "mu_width",
+            "mu_depth",
+            "n_features",
+            "max_members_per_chunk",
+            "batch_size",
+        ):
             value = getattr(self, name)
             if value is not None and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 1

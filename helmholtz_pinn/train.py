@@ -39,14 +39,19 @@ from helmholtz_pinn.model import (
 )
 
 LOSS_NAMES = ("loss", "data", "pde")
-# The u-network's width, the Fourier frequencies and the voxels per step when the Config
-# leaves them None, by the data's dimension: one 3-D fit holds the whole volume in one
-# network and gets twice the 2-D sizes (H200, elastic FEM volumes, 2026-12-01: on the
-# tuning volume 3.7 % median G' error against 4.7 % at the 2-D sizes and 4.3 % slice by
-# slice; docs/accuracy.md).
+# The network sizes and the voxels per step when the Config leaves them None, by the
+# data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
+# u-network and frequencies (H200, elastic FEM volumes, tuning volume: 3.7 % median G'
+# error against 4.7 % at the 2-D sizes and 4.3 % slice by slice), and a 128 x 3
+# mu-network, which also carries the navier form's pressure of every frequency, at a batch
+# of 2048 (3.7 % / R 0.922 clean, 5.6 % / 0.899 at -20 dB against 3.7 % / 0.920 and
+# 5.6 % / 0.890 with 64 x 2 at batch 4096, in half the time: 29 s against 55 s per fit).
+# docs/accuracy.md, sixth session.
 WIDTH = {2: 256, 3: 512}
 N_FEATURES = {2: 128, 3: 256}
-BATCH_SIZE = {2: 2048, 3: 4096}
+MU_WIDTH = {2: 64, 3: 128}
+MU_DEPTH = {2: 2, 3: 3}
+BATCH_SIZE = {2: 2048, 3: 2048}
 
 
 class Problem(NamedTuple):
@@ -105,7 +110,13 @@ class Spec:
         forms.get(pde)
         fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
         settings = {k: getattr(cfg, k) for k in sorted(fields)}
-        by_ndim = {"width": WIDTH, "n_features": N_FEATURES, "batch_size": BATCH_SIZE}
+        by_ndim = {
+            "width": WIDTH,
+            "n_features": N_FEATURES,
+            "mu_width": MU_WIDTH,
+            "mu_depth": MU_DEPTH,
+            "batch_size": BATCH_SIZE,
+        }
         settings.update({k: settings[k] or v[ndim] for k, v in by_ndim.items()})
         return cls(ndim, n_freq, n_comp, pde=pde, **settings)
 

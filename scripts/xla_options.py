@@ -11,8 +11,9 @@ printed with the times, so a variant that changes the arithmetic shows it. Varia
 flags and unrolling (against "default"), and, with the library's compiler options
 (against "library"): ``x3_xla`` = the float32 program traced under
 ``jax.default_matmul_precision("TF32_TF32_F32_X3")`` (XLA's own 3-pass TF32 algorithm; a
-GPU only: the CPU refuses it) and ``autotune0_library`` (no GEMM autotuning: compile
-time against step time).
+GPU only: the CPU refuses it), ``x6_xla`` (6-pass bfloat16, ``BF16_BF16_F32_X6``),
+``x3_cublas`` / ``x6_cublas`` (the same with cuBLAS GEMMs) and ``autotune0_library``
+(no GEMM autotuning: compile time against step time).
 
     python3 scripts/xla_options.py --out OUT            # all variants, JSON lines
     python3 scripts/xla_options.py --one NAME           # one variant, this process
@@ -60,6 +61,9 @@ VARIANTS = {
     "autotune4": Variant("--xla_gpu_autotune_level=4"),
     "autotune0_library": Variant("--xla_gpu_autotune_level=0", library=True),
     "x3_xla": Variant(library=True, precision="TF32_TF32_F32_X3"),
+    "x3_cublas": Variant("--xla_gpu_enable_triton_gemm=false", precision="TF32_TF32_F32_X3"),
+    "x6_xla": Variant(library=True, precision="BF16_BF16_F32_X6"),
+    "x6_cublas": Variant("--xla_gpu_enable_triton_gemm=false", precision="BF16_BF16_F32_X6"),
 }
 WORKLOADS = ["seed200", "seed100000", "defaults", "volume"]
 QUICK = dict(workloads=["seed64", "defaults256", "volume256"], steps=5, reps=2)  # --quick
