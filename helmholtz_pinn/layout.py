@@ -31,7 +31,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from helmholtz_pinn import memory, train
+from helmholtz_pinn import memory, model, train
 from helmholtz_pinn.errors import ConfigError
 
 AXIS = "devices"
@@ -160,20 +160,10 @@ def _named(axes, mesh: Mesh):
     return jax.tree.map(lambda s: NamedSharding(mesh, s), axes, is_leaf=lambda s: isinstance(s, P))
 
 
-# Per-step batches from this many points on get cuBLAS GEMMs instead of XLA's Triton GEMMs
-# on a GPU. H200, seed workload, 2026-12-01, us per step (Triton -> cuBLAS): 836 -> 780 at
-# 10k points, 2 176 -> 2 004 at 30k, 6 260 -> 5 475 at 100k; but 120 -> 208 at 200 and
-# 311 -> 347 for the default fit (batch 2048). docs/performance.md.
-CUBLAS_MIN_POINTS = 10000
-
-
 def compiler_options(spec: train.Spec) -> dict:
-    """XLA options of a block: on a GPU, cuBLAS GEMMs for batches of at least
-    :data:`CUBLAS_MIN_POINTS` points per device (``xla_gpu_enable_triton_gemm=False``);
-    none elsewhere. The arithmetic is the same float32 (``Precision.HIGHEST``)."""
-    if jax.default_backend() == "gpu" and spec.batch_size >= CUBLAS_MIN_POINTS:
-        return {"xla_gpu_enable_triton_gemm": False}
-    return {}
+    """XLA options of a block: :func:`helmholtz_pinn.model.gemm_options` of its batch
+    per device (cuBLAS GEMMs on a GPU for large batches, nothing elsewhere)."""
+    return model.gemm_options(spec.batch_size)
 
 
 @functools.lru_cache(maxsize=32)

@@ -79,6 +79,23 @@ class FourierMLP(nn.Module):
         return _dense(self, stack, self.n_out, "out")
 
 
+# Programs whose GEMMs have this many points (rows per jet row) on get cuBLAS GEMMs instead
+# of XLA's Triton GEMMs on a GPU. H200, seed workload, 2026-12-01, us per step (Triton ->
+# cuBLAS): 836 -> 780 at 10k points, 2 176 -> 2 004 at 30k, 6 260 -> 5 475 at 100k, and
+# compiles of 2-4 s instead of 9-18 s (no GEMM autotuning); but 120 -> 208 at 200 and
+# 311 -> 347 for the 2-D default fit (batch 2048). docs/performance.md.
+CUBLAS_MIN_POINTS = 10000
+
+
+def gemm_options(points: int) -> dict:
+    """XLA options of a program whose networks see ``points`` points (per device): on a
+    GPU, cuBLAS GEMMs from :data:`CUBLAS_MIN_POINTS` on (``xla_gpu_enable_triton_gemm=
+    False``); none elsewhere. The arithmetic is the same float32 (``Precision.HIGHEST``)."""
+    if jax.default_backend() == "gpu" and points >= CUBLAS_MIN_POINTS:
+        return {"xla_gpu_enable_triton_gemm": False}
+    return {}
+
+
 def matmul_precision() -> jax.lax.Precision | None:
     """Precision of the network's matmuls: float32 ("highest") unless the user has set
     ``jax_default_matmul_precision`` (e.g. ``jax.default_matmul_precision("TF32_TF32_F32_X3")``),

@@ -35,6 +35,7 @@ from helmholtz_pinn.model import (
     FourierMLP,
     apply_jet,
     apply_pair,
+    gemm_options,
     split_jet,
 )
 
@@ -345,17 +346,21 @@ def unstack_tree(tree: Any, members: int) -> list:
 def predict(
     state: TrainState, spec: Spec, x: np.ndarray, omega_ratio: np.ndarray, chunk: int = 65536
 ) -> tuple[np.ndarray, np.ndarray]:
-    """u' (N, F, C) and mu' (N, F) at points x (N, d), evaluated in chunks of ``chunk``."""
-    fn = _predict_fn(spec)
+    """u' (N, F, C) and mu' (N, F) at points x (N, d), evaluated in equal pieces of at most
+    ``chunk`` points (the last one padded), so one program is compiled per grid."""
+    pieces = -(-len(x) // chunk)
+    size = -(-len(x) // pieces)
+    padded = np.concatenate([x, np.repeat(x[-1:], pieces * size - len(x), axis=0)])
+    fn = _predict_fn(spec, size)
     parts = [
-        fn(state.params, state.consts, jnp.asarray(x[i : i + chunk]), jnp.asarray(omega_ratio))
-        for i in range(0, len(x), chunk)
+        fn(state.params, state.consts, jnp.asarray(padded[i : i + size]), jnp.asarray(omega_ratio))
+        for i in range(0, len(padded), size)
     ]
-    return tuple(np.concatenate([np.asarray(p[k]) for p in parts]) for k in (0, 1))
+    return tuple(np.concatenate([np.asarray(p[k]) for p in parts])[: len(x)] for k in (0, 1))
 
 
 @functools.lru_cache(maxsize=32)
-def _predict_fn(spec: Spec):
+def _predict_fn(spec: Spec, points: int):
     n_mu = physics.mu_channels(spec.n_freq, spec.mu_model)
 
     def fn(params, consts, x, omega_ratio):
@@ -364,4 +369,4 @@ def _predict_fn(spec: Spec):
         mu, _ = physics.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
         return physics.u_complex(u, spec.n_freq, spec.n_comp), mu
 
-    return jax.jit(fn)
+    return jax.jit(fn, compiler_options=gemm_options(points))

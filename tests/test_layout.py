@@ -202,14 +202,14 @@ def test_large_batches_get_cublas_gemms_on_a_gpu_only(monkeypatch):
     """The GEMM choice follows the batch per device and the backend (the measured rule of
     docs/performance.md); on the CPU a block gets no XLA options at all."""
     from helmholtz_pinn import layout as placement
-    from helmholtz_pinn import train
+    from helmholtz_pinn import model, train
     from helmholtz_pinn.config import Config
 
     def spec(batch):
         return train.Spec.of(Config(batch_size=batch), 2, 1, 1)
 
-    big, small = spec(placement.CUBLAS_MIN_POINTS), spec(placement.CUBLAS_MIN_POINTS - 1)
+    big, small = spec(model.CUBLAS_MIN_POINTS), spec(model.CUBLAS_MIN_POINTS - 1)
     assert placement.compiler_options(big) == {}  # this test runs on the CPU
-    monkeypatch.setattr(placement.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(model.jax, "default_backend", lambda: "gpu")
     assert placement.compiler_options(big) == {"xla_gpu_enable_triton_gemm": False}
     assert placement.compiler_options(small) == {}
