@@ -6,8 +6,9 @@ times scan blocks of ``--steps`` full training steps (median of ``--reps``) on t
 workloads: the seed workload at N points (``seedN``, ``scripts/benchmark.py``), the
 library defaults on the four-target phantom (``defaults``: batch 2048 of its 8000
 points; ``defaultsB``: batch B) and the 3-D default fit's program on an 80 x 100 x 10
-three-component volume (``volume``: batch 4096; ``volumeB``). Losses after one block are
-printed with the times, so a variant that changes the arithmetic shows it. Variants: XLA
+three-component volume (``volume``: the 3-D default batch; ``volumeB``: batch B).
+Losses after one block are printed with the times, so a variant that changes the
+arithmetic shows it. Variants: XLA
 flags and unrolling (against "default"), and, with the library's compiler options
 (against "library"): ``x3_xla`` = the float32 program traced under
 ``jax.default_matmul_precision("TF32_TF32_F32_X3")`` (XLA's own 3-pass TF32 algorithm; a
