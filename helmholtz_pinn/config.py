@@ -16,6 +16,7 @@ from helmholtz_pinn.errors import ConfigError
 ACTIVATIONS = ("tanh", "sin")
 MU_MODELS = ("voigt", "per-frequency", "springpot")
 WEIGHTINGS = ("noise", "uniform")
+AUX_NETWORKS = ("mu", "u")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +53,10 @@ class Config:
         "springpot" (power law mu = kappa (i omega)^alpha: |mu| grows as omega^alpha and
         the phase angle alpha pi / 2 is shared by all frequencies, 0 < alpha < 1) or
         "per-frequency" (an independent complex modulus per frequency).
+      aux_network: which network outputs the form's auxiliary fields (the navier form's
+        pressure p): "mu" (beside the modulus, at the mu-network's Fourier scale) or "u"
+        (beside the displacement, at the wave's scale; p varies on the shear wavelength
+        near inclusions while mu is piecewise smooth).
       weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
         both loss terms, n its noise RMS over its RMS, estimated from the data by
         :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
@@ -104,6 +109,7 @@ class Config:
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
     mu_model: Literal["voigt", "per-frequency", "springpot"] = "voigt"
+    aux_network: Literal["mu", "u"] = "mu"
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03
     mu_ref: float | None = None
@@ -127,6 +133,7 @@ class Config:
         _choice("activation", self.activation, ACTIVATIONS)
         _choice("mu_model", self.mu_model, MU_MODELS)
         _choice("weighting", self.weighting, WEIGHTINGS)
+        _choice("aux_network", self.aux_network, AUX_NETWORKS)
         for name in (
             "depth",
             "steps",

@@ -98,6 +98,7 @@ class Spec:
     activation: str
     pde: str
     mu_model: str
+    aux_network: str
     batch_size: int
     pde_weight: float
     pde_warmup: int
@@ -143,15 +144,26 @@ class Spec:
         return GRAD if {"grad_mu", "grad_aux"} & self.form.needs else VALUE
 
     @property
+    def aux_channels(self) -> int:
+        """Channels of the form's auxiliary fields: 2 F per field."""
+        return 2 * self.n_freq * self.form.aux
+
+    @property
+    def u_outputs(self) -> int:
+        """Channels of the u-network: 2 F C of u, then the auxiliary fields if it has them."""
+        return 2 * self.n_freq * self.n_comp + self.aux_channels * (self.aux_network == "u")
+
+    @property
     def mu_outputs(self) -> int:
-        """Channels of the mu-network: the modulus, then 2 F per auxiliary field."""
-        return physics.mu_channels(self.n_freq, self.mu_model) + 2 * self.n_freq * self.form.aux
+        """Channels of the mu-network: the modulus, then the auxiliary fields if it has them."""
+        n_mu = physics.mu_channels(self.n_freq, self.mu_model)
+        return n_mu + self.aux_channels * (self.aux_network == "mu")
 
     def networks(self, sigma_u: float, sigma_mu: float) -> tuple[FourierMLP, FourierMLP]:
         """The u- and mu-networks; sigma (cycles per field of view) only sets B at init."""
         u = FourierMLP(
             self.ndim,
-            2 * self.n_freq * self.n_comp,
+            self.u_outputs,
             self.width,
             self.depth,
             self.n_features,
@@ -210,20 +222,22 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
     mu, grad_mu = physics.mu_complex(jm.value[..., :n_mu], grad_m, omega_ratio, spec.mu_model)
     to_u = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
     to_a = functools.partial(physics.u_complex, n_freq=spec.n_freq, n_comp=spec.form.aux)
+    n_u = 2 * spec.n_freq * spec.n_comp
 
-    def maybe(fn, a, cut=slice(None)):
+    def maybe(fn, a, cut):
         return None if a is None else fn(a[..., cut])
 
-    aux = slice(n_mu, None)
+    u = slice(None, n_u)
+    ja, aux = (ju, slice(n_u, None)) if spec.aux_network == "u" else (jm, slice(n_mu, None))
     return forms.Fields(
-        u=to_u(ju.value),
-        grad_u=maybe(to_u, ju.grad),
-        lap_u=maybe(to_u, ju.lap),
-        hess_u=maybe(to_u, ju.hess),
+        u=to_u(ju.value[..., u]),
+        grad_u=maybe(to_u, ju.grad, u),
+        lap_u=maybe(to_u, ju.lap, u),
+        hess_u=maybe(to_u, ju.hess, u),
         mu=mu,
         grad_mu=grad_mu,
-        aux=to_a(jm.value[..., aux]) if spec.form.aux else None,
-        grad_aux=maybe(to_a, jm.grad, aux) if spec.form.aux else None,
+        aux=to_a(ja.value[..., aux]) if spec.form.aux else None,
+        grad_aux=maybe(to_a, ja.grad, aux) if spec.form.aux else None,
     )
 
 
@@ -367,6 +381,7 @@ def _predict_fn(spec: Spec, points: int):
         u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE)[0]
         m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE)[0]
         mu, _ = physics.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
+        u = u[..., : 2 * spec.n_freq * spec.n_comp]
         return physics.u_complex(u, spec.n_freq, spec.n_comp), mu
 
     return jax.jit(fn, compiler_options=gemm_options(points))

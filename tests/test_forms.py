@@ -149,3 +149,40 @@ def test_volumes_get_one_3d_fit_by_default_and_slices_on_request():
     sliced = inversion.invert(_volume(3), small, slicewise=True, progress=False)
     assert sliced.metrics["mode"] == "slicewise" and sliced.mu.shape == (1, 12, 12, 3)
     assert not np.allclose(sliced.mu, whole.mu)
+
+
+@pytest.mark.parametrize("where", ["mu", "u"])
+def test_the_pressure_comes_from_the_configured_network_with_its_gradient(where):
+    """aux_network: the navier pressure p (and grad p) is read from the last 2 F channels
+    of the chosen network, the displacement from the u-network's first 2 F C channels, and
+    the other network carries no pressure channels; grad p equals jax.jacfwd of p."""
+    import jax
+    import jax.numpy as jnp
+
+    from helmholtz_pinn import physics, train
+    from helmholtz_pinn.model import VALUE, apply_jet
+
+    n_freq, n_comp = 2, 3
+    spec = train.Spec.of(Config(**SMALL, aux_network=where), 2, n_freq, n_comp)
+    n_u, n_mu = 2 * n_freq * n_comp, physics.mu_channels(n_freq, "voigt")
+    assert (spec.u_outputs, spec.mu_outputs) == (
+        (n_u, n_mu + 2 * n_freq) if where == "mu" else (n_u + 2 * n_freq, n_mu)
+    )
+    state = train.init_state(spec, 0, 2.0, 1.0, 1e-3)
+    x = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, (7, 2)), jnp.float32)
+    f = train.evaluate_fields(state.params, state.consts, spec, x, jnp.ones(n_freq))
+
+    def channels(net, xs):
+        return apply_jet(state.params[net], state.consts[net], xs, "tanh", VALUE)[0]
+
+    def pressure(point):  # (2,) -> (F,) real and imaginary parts of p
+        out = channels(where, point[None])[0, -2 * n_freq :]
+        return physics.u_complex(out, n_freq, 1)[:, 0]
+
+    np.testing.assert_allclose(
+        f.u, physics.u_complex(channels("u", x)[:, :n_u], n_freq, n_comp), rtol=1e-6, atol=1e-7
+    )
+    np.testing.assert_allclose(f.aux[..., 0], jax.vmap(pressure)(x), rtol=1e-6, atol=1e-7)
+    jac = jax.vmap(jax.jacfwd(lambda p: jnp.stack([pressure(p).real, pressure(p).imag])))(x)
+    grad = jnp.moveaxis(jac[:, 0] + 1j * jac[:, 1], -1, 0)  # (d, N, F)
+    np.testing.assert_allclose(f.grad_aux[..., 0], grad, rtol=1e-4, atol=1e-5)
