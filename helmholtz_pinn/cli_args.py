@@ -102,7 +102,8 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
-        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+        literal = [h for h in (hint, *typing.get_args(hint)) if typing.get_origin(h) is typing.Literal]
+        choices = typing.get_args(literal[0]) if literal else None  # Literal or Literal | None
         if field.name == "pde":
             choices = forms.names()
         kind = type(field.default) if field.default is not None else float

@@ -54,9 +54,12 @@ class Config:
         the phase angle alpha pi / 2 is shared by all frequencies, 0 < alpha < 1) or
         "per-frequency" (an independent complex modulus per frequency).
       aux_network: which network outputs the form's auxiliary fields (the navier form's
-        pressure p): "mu" (beside the modulus, at the mu-network's Fourier scale) or "u"
-        (beside the displacement, at the wave's scale; p varies on the shear wavelength
-        near inclusions while mu is piecewise smooth).
+        pressure p): "u" (beside the displacement, at the wave's scale; p varies on the
+        shear wavelength near inclusions and free faces while mu is piecewise smooth) or
+        "mu" (beside the modulus, at the mu-network's Fourier scale); None: "mu" for 2-D
+        data, "u" for one 3-D fit (H200 volumes at -20 dB: G' error 0.6-1.0 points lower
+        on all four files, the same clean G' error, G'' error 0-2 points higher;
+        docs/accuracy.md).
       weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
         both loss terms, n its noise RMS over its RMS, estimated from the data by
         :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
@@ -109,7 +112,7 @@ class Config:
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
     mu_model: Literal["voigt", "per-frequency", "springpot"] = "voigt"
-    aux_network: Literal["mu", "u"] = "mu"
+    aux_network: Literal["mu", "u"] | None = None
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03
     mu_ref: float | None = None
@@ -133,7 +136,7 @@ class Config:
         _choice("activation", self.activation, ACTIVATIONS)
         _choice("mu_model", self.mu_model, MU_MODELS)
         _choice("weighting", self.weighting, WEIGHTINGS)
-        _choice("aux_network", self.aux_network, AUX_NETWORKS)
+        _choice("aux_network", self.aux_network, (*AUX_NETWORKS, None))
         for name in (
             "depth",
             "steps",

@@ -162,8 +162,8 @@ def _named(axes, mesh: Mesh):
 
 def compiler_options(spec: train.Spec) -> dict:
     """XLA options of a block: :func:`helmholtz_pinn.model.gemm_options` of its batch
-    per device (cuBLAS GEMMs on a GPU for large batches, nothing elsewhere)."""
-    return model.gemm_options(spec.batch_size)
+    per device and dimension (cuBLAS GEMMs on a GPU for large batches and volumes)."""
+    return model.gemm_options(spec.batch_size, spec.ndim)
 
 
 @functools.lru_cache(maxsize=32)

@@ -83,15 +83,19 @@ class FourierMLP(nn.Module):
 # of XLA's Triton GEMMs on a GPU. H200, seed workload, 2026-12-01, us per step (Triton ->
 # cuBLAS): 836 -> 780 at 10k points, 2 176 -> 2 004 at 30k, 6 260 -> 5 475 at 100k, and
 # compiles of 2-4 s instead of 9-18 s (no GEMM autotuning); but 120 -> 208 at 200 and
-# 311 -> 347 for the 2-D default fit (batch 2048). docs/performance.md.
+# 311 -> 347 for the 2-D default fit (batch 2048). 3-D programs get cuBLAS at every size:
+# the 3-D default block (batch 2048) runs 2 807 -> 2 874 us per step but compiles in 5.5 s
+# instead of 29.6 s, so a first volume fit takes 48 s instead of 73 s (2026-12-02).
+# docs/performance.md.
 CUBLAS_MIN_POINTS = 10000
 
 
-def gemm_options(points: int) -> dict:
-    """XLA options of a program whose networks see ``points`` points (per device): on a
-    GPU, cuBLAS GEMMs from :data:`CUBLAS_MIN_POINTS` on (``xla_gpu_enable_triton_gemm=
-    False``); none elsewhere. The arithmetic is the same float32 (``Precision.HIGHEST``)."""
-    if jax.default_backend() == "gpu" and points >= CUBLAS_MIN_POINTS:
+def gemm_options(points: int, ndim: int = 2) -> dict:
+    """XLA options of a program whose networks see ``points`` points (per device) in
+    ``ndim`` dimensions: on a GPU, cuBLAS GEMMs (``xla_gpu_enable_triton_gemm=False``) from
+    :data:`CUBLAS_MIN_POINTS` on, and for every 3-D program; none elsewhere. The
+    arithmetic is the same float32 (``Precision.HIGHEST``)."""
+    if jax.default_backend() == "gpu" and (points >= CUBLAS_MIN_POINTS or ndim >= 3):
         return {"xla_gpu_enable_triton_gemm": False}
     return {}
 

@@ -198,8 +198,8 @@ def test_initialize_distributed_needs_a_launcher(monkeypatch):
         layout.initialize_distributed()
 
 
-def test_large_batches_get_cublas_gemms_on_a_gpu_only(monkeypatch):
-    """The GEMM choice follows the batch per device and the backend (the measured rule of
+def test_large_batches_and_volumes_get_cublas_gemms_on_a_gpu_only(monkeypatch):
+    """The GEMM choice follows the batch per device, the dimension and the backend (the rule of
     docs/performance.md); on the CPU a block gets no XLA options at all."""
     from helmholtz_pinn import layout as placement
     from helmholtz_pinn import model, train
@@ -213,3 +213,5 @@ def test_large_batches_get_cublas_gemms_on_a_gpu_only(monkeypatch):
     monkeypatch.setattr(model.jax, "default_backend", lambda: "gpu")
     assert placement.compiler_options(big) == {"xla_gpu_enable_triton_gemm": False}
     assert placement.compiler_options(small) == {}
+    volume = train.Spec.of(Config(batch_size=64), 3, 1, 3)  # every 3-D block: cuBLAS
+    assert placement.compiler_options(volume) == {"xla_gpu_enable_triton_gemm": False}

@@ -165,16 +165,18 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
 def test_the_through_plane_fourier_ratio_scales_only_the_third_axis_of_3d_networks():
     """sigma_ratio_z: in 3-D the z rows of both Fourier matrices are ratio_z times the
     isotropic ones and the in-plane rows are unchanged; a 2-D state ignores it; the
-    default u-network, Fourier frequencies, mu-network and batch are 256, 128, 64 x 2,
-    2048 in 2-D and 512, 256, 128 x 3, 2048 in 3-D, and a configured value wins."""
+    default u-network, Fourier frequencies, mu-network, batch and pressure network are
+    256, 128, 64 x 2, 2048, mu in 2-D and 512, 256, 128 x 3, 2048, u in 3-D, and a
+    configured value wins."""
     default = Config().replace(
         width=None, n_features=None, mu_width=None, mu_depth=None, batch_size=None
     )
     sizes = [
-        (s.width, s.n_features, s.mu_width, s.mu_depth, s.batch_size)
+        (s.width, s.n_features, s.mu_width, s.mu_depth, s.batch_size, s.aux_network)
         for s in (train.Spec.of(default, 2, 1, 3), train.Spec.of(default, 3, 1, 3))
     ]
-    assert sizes == [(256, 128, 64, 2, 2048), (512, 256, 128, 3, 2048)]
+    assert sizes == [(256, 128, 64, 2, 2048, "mu"), (512, 256, 128, 3, 2048, "u")]
+    assert train.Spec.of(default.replace(aux_network="mu"), 3, 1, 3).aux_network == "mu"
     cfg = Config(**SMALL)
     spec3, spec2 = train.Spec.of(cfg, 3, 1, 3), train.Spec.of(cfg, 2, 1, 3)
     assert (spec3.width, spec3.n_features, spec3.batch_size) == (16, 8, 64)
