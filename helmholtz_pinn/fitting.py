@@ -233,16 +233,18 @@ def merge_histories(histories: list[list[dict]]) -> list[dict]:
 
 def _light(prep: Prepared) -> Prepared:
     """``prep`` without its per-voxel arrays (the run facts need only its scales)."""
-    return dataclasses.replace(prep, problem=prep.problem._replace(x=None, u=None), x_grid=None)
+    return dataclasses.replace(
+        prep, problem=prep.problem._replace(x=None, u=None, pde=None), x_grid=None
+    )
 
 
 def _pad(problem: train.Problem, rows: int) -> train.Problem:
-    """A host Problem with x and u zero-padded to ``rows`` rows (``count`` unchanged)."""
+    """A host Problem with x, u and pde zero-padded to ``rows`` rows (``count`` unchanged)."""
 
     def pad(a):
         return np.concatenate([a, np.zeros((rows - len(a),) + a.shape[1:], a.dtype)])
 
-    return problem._replace(x=pad(problem.x), u=pad(problem.u))
+    return problem._replace(x=pad(problem.x), u=pad(problem.u), pde=pad(problem.pde))
 
 
 def rows_of(state, i: int, ensemble: int, stacked: bool):

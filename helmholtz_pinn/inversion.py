@@ -31,6 +31,7 @@ from helmholtz_pinn.problem import (  # noqa: F401  (re-exported: the library's 
     field_of_view,
     field_weights,
     grid_coordinates,
+    pde_margin,
     prepare,
     reference_modulus,
     shared_settings,
@@ -185,8 +186,9 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
 def run_facts(
     prep: Prepared, cfg: Config, state, history: list[dict], wall_s: float, **extra
 ) -> dict:
-    """The run facts of ``metrics.json``: steps, wall time (s), device, scales, final
-    losses (nondimensional), retries; ``extra`` adds or overrides entries."""
+    """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
+    margin (voxels), final losses (nondimensional), retries; ``extra`` adds or overrides
+    entries."""
     last = history[-1] if history else {}
     facts = {
         "steps": int(np.asarray(state.step).max()),
@@ -199,6 +201,7 @@ def run_facts(
         "sigma_u": prep.sigma_u,
         "sigma_mu": prep.sigma_mu,
         "batch_size": prep.spec.batch_size,
+        "pde_margin": pde_margin(cfg, prep.spec.pde, prep.spec.ndim),
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
         "retries": last.get("retries", 0),
         "weighting": cfg.weighting,

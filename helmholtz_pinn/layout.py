@@ -141,7 +141,7 @@ def plan(
 def _problem_axes(layout: Layout) -> train.Problem:
     """PartitionSpecs of a Problem: rows split (data parallel) or members split."""
     if layout.data_parallel:
-        return train.Problem(P(AXIS), P(AXIS), P(), P(), P(AXIS), P(), P())
+        return train.Problem(P(AXIS), P(AXIS), P(), P(), P(AXIS), P(), P(), P(AXIS))
     split = P() if layout.shared_problem or not layout.members else P(AXIS)
     return train.Problem(*[split] * len(train.Problem._fields))
 
@@ -262,7 +262,7 @@ def pad_members(tree, multiple: int):
 def shard_voxels(problem: train.Problem, n: int) -> train.Problem:
     """Host Problem -> ``n`` shards stacked along the rows: the valid rows split into n
     near-equal parts (each padded to m = ceil(M / n) rows), ``count`` (n,) per shard."""
-    x, u = np.asarray(problem.x), np.asarray(problem.u)
+    x, u, pde = np.asarray(problem.x), np.asarray(problem.u), np.asarray(problem.pde)
     count = int(problem.count)
     m = math.ceil(count / n)
     parts = np.array_split(np.arange(count), n)
@@ -274,7 +274,7 @@ def shard_voxels(problem: train.Problem, n: int) -> train.Problem:
         return out
 
     counts = np.array([len(idx) for idx in parts], np.int32)
-    return problem._replace(x=rows(x), u=rows(u), count=counts)
+    return problem._replace(x=rows(x), u=rows(u), pde=rows(pde), count=counts)
 
 
 def _shard_map(fn, mesh, in_specs, out_specs):

@@ -134,7 +134,7 @@ def interior_mask(
     if not inner.any():
         usable = next((m for m in range(margin - 1, 0, -1) if _erode(mask, m, axes).any()), 0)
         raise InputError(
-            f"a metric margin of {margin} voxels leaves no voxel of the mask "
+            f"a margin of {margin} voxels leaves no voxel of the mask "
             f"({int(mask.sum())} voxels); the largest margin that leaves some is {usable}"
         )
     return inner

@@ -17,6 +17,7 @@ from helmholtz_pinn import physics, stencils, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
 from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.metrics import interior_mask
 
 
 @dataclasses.dataclass
@@ -129,8 +130,28 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
         count=np.asarray(int(mask.sum()), np.int32),
         weight=weight.astype(np.float32),
         scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
+        pde=pde_rows(dataset.mask, pde_margin(cfg, spec.pde, dataset.ndim)),
     )
     return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise)
+
+
+def pde_margin(cfg: Config, pde: str, ndim: int) -> int:
+    """Voxels of the in-plane rim without a PDE residual: the configured ``pde_margin``,
+    else :data:`helmholtz_pinn.train.PDE_MARGIN` of the (resolved) form and dimension."""
+    if cfg.pde_margin is not None:
+        return cfg.pde_margin
+    return train.PDE_MARGIN.get(pde, {}).get(ndim, 0)
+
+
+def pde_rows(mask: np.ndarray, margin: int) -> np.ndarray:
+    """(M,) float32 over the mask's voxels (C order): 1 where the PDE residual is fitted,
+    0 within ``margin`` voxels of the mask's rim along grid axes 0 and 1
+    (:func:`~helmholtz_pinn.metrics.interior_mask`)."""
+    try:
+        inner = interior_mask(mask, margin, (0, 1))
+    except InputError as err:
+        raise InputError(f"pde_margin={margin}: {err}; set a smaller pde_margin") from err
+    return inner[mask].astype(np.float32)
 
 
 def field_weights(dataset: Dataset, rms: np.ndarray, cfg: Config) -> tuple[np.ndarray, np.ndarray]:

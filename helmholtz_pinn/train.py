@@ -55,14 +55,20 @@ MU_WIDTH = {2: 64, 3: 128}
 MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
 AUX_NETWORK = {2: "mu", 3: "u"}
+# Voxels of the in-plane rim without a PDE residual when Config.pde_margin is None, by
+# form and dimension (H200, elastic FEM tuning volume, two seeds: navier G' error 3.7-3.9 %
+# -> 2.7 % clean, 4.9 -> 3.9 % at -20 dB; on the 2-D tuning slice no gain: 3.05 -> 3.05 %
+# clean, 6.1 -> 6.5 % at -20 dB; docs/accuracy.md, eighth session). Other forms: 0.
+PDE_MARGIN = {"navier": {3: 3}}
 
 
 class Problem(NamedTuple):
     """Device-side data, nondimensional: voxel coordinates x (M, d) in the mask,
     observed u (M, F, C) complex, kappa (F,), omega_ratio (F,), ``count`` (the valid
     rows; rows past it pad a problem to a batch's common M), ``weight`` (F, C), the
-    weight of each field in both loss terms, and ``scale`` (F, C), each component's
-    data scale relative to the largest of its frequency."""
+    weight of each field in both loss terms, ``scale`` (F, C), each component's
+    data scale relative to the largest of its frequency, and ``pde`` (M,) float, 1 where
+    a row's PDE residual is fitted and 0 in the margin (``Config.pde_margin``)."""
 
     x: Any
     u: Any
@@ -71,6 +77,7 @@ class Problem(NamedTuple):
     count: Any
     weight: Any
     scale: Any
+    pde: Any
 
 
 class TrainState(NamedTuple):
@@ -245,19 +252,19 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
 
 
 def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
-    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,)): weighted means
-    of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding) and fields (w_fc).
-    The one place the loss is formed."""
-    x, u_obs, point = batch
+    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,), PDE point weight
+    (N,)): weighted means of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding,
+    and for the PDE in the margin) and fields (w_fc). The one place the loss is formed."""
+    x, u_obs, point, pde_point = batch
     f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)._replace(scale=problem.scale)
     r = spec.form.residual(f, problem.kappa)
     w_fc = problem.weight
-    norm = jnp.sum(point) * jnp.sum(w_fc)
 
-    def mean(sq, w_field):
-        return jnp.sum(point[:, None, None] * w_field[None] * sq) / norm
+    def mean(sq, w_point):
+        norm = jnp.maximum(jnp.sum(w_point), 1.0) * jnp.sum(w_fc)
+        return jnp.sum(w_point[:, None, None] * w_fc[None] * sq) / norm
 
-    return mean(jnp.abs(f.u - u_obs) ** 2, w_fc), mean(jnp.abs(r) ** 2, w_fc)
+    return mean(jnp.abs(f.u - u_obs) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
 
 
 def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
@@ -268,14 +275,15 @@ def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
 
 
 def sample_batch(problem: Problem, key: jax.Array, step: jax.Array, size: int):
-    """(x, u_obs, weight): ``size`` valid voxels drawn uniformly from fold_in(key, step),
-    or every row (padding weighted 0) when ``size`` >= M. The one place that decides
-    between full batch and sampling."""
+    """(x, u_obs, weight, PDE weight): ``size`` valid voxels drawn uniformly from
+    fold_in(key, step), or every row (padding weighted 0) when ``size`` >= M. The one
+    place that decides between full batch and sampling."""
     n = problem.x.shape[0]
     if size >= n:
-        return problem.x, problem.u, (jnp.arange(n) < problem.count).astype(jnp.float32)
+        point = (jnp.arange(n) < problem.count).astype(jnp.float32)
+        return problem.x, problem.u, point, point * problem.pde
     idx = jax.random.randint(jax.random.fold_in(key, step), (size,), 0, problem.count)
-    return problem.x[idx], problem.u[idx], jnp.ones((size,), jnp.float32)
+    return problem.x[idx], problem.u[idx], jnp.ones((size,), jnp.float32), problem.pde[idx]
 
 
 def train_step(

@@ -63,7 +63,14 @@ def setup(n: int, **overrides):
     x, u = workload(n)
     one = np.ones((1, 1), np.float32)
     problem = train.Problem(
-        x, u[:, None, None], np.array([K_WAVE], np.float32), one[0], np.int32(n), one, one
+        x,
+        u[:, None, None],
+        np.array([K_WAVE], np.float32),
+        one[0],
+        np.int32(n),
+        one,
+        one,
+        np.ones(n, np.float32),
     )
     return spec, state, jax.device_put(problem)
 
@@ -74,7 +81,8 @@ def seed_loss(params, state, spec, problem):
 
     from helmholtz_pinn import train
 
-    batch = (problem.x, problem.u, jnp.ones(problem.x.shape[0], jnp.float32))
+    every = jnp.ones(problem.x.shape[0], jnp.float32)
+    batch = (problem.x, problem.u, every, every)
     data, pde = train.loss_terms(params, state.consts, spec, problem, batch)
     return jnp.stack([data + PDE_WEIGHT * pde, data, pde])
 

@@ -130,9 +130,13 @@ def test_pad_members_and_shard_voxels():
         np.asarray(10),
         np.ones((1, 1)),
         np.ones((1, 1)),
+        np.arange(10.0) + 100,
     )
     shards = layout.shard_voxels(problem, 4)
     assert shards.count.tolist() == [3, 3, 2, 2] and shards.x.shape == (12, 1)
+    np.testing.assert_array_equal(
+        shards.pde[shards.pde > 0] - 100, np.arange(10.0)
+    )  # rows move together
     kept = [shards.x[i * 3 : i * 3 + c, 0] for i, c in enumerate(shards.count)]
     assert sorted(np.concatenate(kept).tolist()) == list(range(10))
 

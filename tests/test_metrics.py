@@ -228,7 +228,7 @@ def test_evaluate_with_a_margin_scores_only_the_interior():
 
 
 def test_invert_refuses_a_margin_that_leaves_nothing_before_fitting():
-    with pytest.raises(ValueError, match="metric margin of 9 .* largest .* is 7"):
+    with pytest.raises(ValueError, match="margin of 9 .* largest .* is 7"):
         invert(plane_wave_dataset(), Config(**SMALL, metric_margin=9))
 
 

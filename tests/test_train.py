@@ -10,7 +10,7 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices
 
 from helmholtz_pinn import inversion, layout, loop, train
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import DivergenceError
+from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 
 
 def init(prep, seed=0, lr=1e-3):
@@ -229,3 +229,40 @@ def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program()
     assert u4.shape == u10.shape == (10, 1, 3) and mu4.shape == mu10.shape == (10, 1)
     np.testing.assert_allclose(u4, u10, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(mu4, mu10, rtol=1e-5, atol=1e-6)
+
+
+def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
+    """The PDE loss with a margin is the PDE loss over the interior rows alone; the data
+    loss still covers every row (16 x 16 plane waves, margin 3: 10 x 10 interior)."""
+    prep = inversion.prepare(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
+    problem, params, consts = prep.problem, init(prep).params, init(prep).consts
+    inner = np.asarray(problem.pde) > 0
+    assert inner.sum() == 100 and problem.pde.shape == (256,)
+    every = jnp.ones(256, jnp.float32)
+    terms = train.loss_terms(
+        params, consts, prep.spec, problem, (problem.x, problem.u, every, every)
+    )
+    data, pde = train.loss_terms(
+        params, consts, prep.spec, problem, (problem.x, problem.u, every, jnp.asarray(problem.pde))
+    )
+    sub = (problem.x[inner], problem.u[inner], every[:100], every[:100])
+    _, pde_inner = train.loss_terms(params, consts, prep.spec, problem, sub)
+    np.testing.assert_allclose(data, terms[0], rtol=1e-6)
+    np.testing.assert_allclose(pde, pde_inner, rtol=1e-5)
+    assert abs(float(pde) - float(terms[1])) > 1e-3 * float(terms[1])  # the rim did count before
+
+
+def test_the_pde_margin_default_is_3_for_3d_navier_fits_and_0_otherwise():
+    from helmholtz_pinn.problem import pde_margin, pde_rows
+
+    cfg = Config()
+    assert pde_margin(cfg, "navier", 3) == 3
+    assert pde_margin(cfg, "navier", 2) == pde_margin(cfg, "hetero", 3) == 0
+    assert pde_margin(cfg.replace(pde_margin=1), "hetero", 2) == 1
+    with pytest.raises(ConfigError, match="pde_margin"):
+        Config(pde_margin=-1)
+    mask = np.ones((8, 9, 4), bool)
+    rows = pde_rows(mask, 2)  # in-plane only: every z-slice keeps its 4 x 5 interior
+    assert rows.shape == (288,) and rows.sum() == 4 * 5 * 4
+    with pytest.raises(InputError, match="pde_margin=5.* largest .* is 3"):
+        pde_rows(mask, 5)
