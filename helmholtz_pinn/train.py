@@ -3,8 +3,9 @@
 Loss per step on a batch of B voxels drawn inside the mask from fold_in(key, step):
     L = sum_fc w_fc [ mean |u'_net - u'_obs|^2 + w(step) mean |r|^2 ] / sum_fc w_fc,
     w(step) = pde_weight min(1, step / pde_warmup)
-with r the residual of the configured PDE form (:mod:`helmholtz_pinn.forms`) and w_fc
-the per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
+with r the residual of the configured PDE form (:mod:`helmholtz_pinn.forms`), its mean
+taken over the batch's voxels outside the PDE margin (``Problem.pde``), and w_fc the
+per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
 ``n_steps`` full steps runs on the device; the host loop (:mod:`helmholtz_pinn.loop`)
 reads the block's losses once and drives the schedules between blocks.
 
