@@ -102,7 +102,9 @@ def _config_options(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
-        literal = [h for h in (hint, *typing.get_args(hint)) if typing.get_origin(h) is typing.Literal]
+        literal = [
+            h for h in (hint, *typing.get_args(hint)) if typing.get_origin(h) is typing.Literal
+        ]
         choices = typing.get_args(literal[0]) if literal else None  # Literal or Literal | None
         if field.name == "pde":
             choices = forms.names()

@@ -82,9 +82,11 @@ class Config:
       pde_margin: voxels of the mask's in-plane rim (grid axes 0 and 1; a voxel counts
         when every voxel within this many steps, diagonals included, is in the mask and
         on the grid) whose PDE residual is left out of the loss; their data term stays
-        and their modulus is the mu-network's continuation from inside. None: 3 for a
-        3-D navier fit, 0 otherwise (H200, elastic FEM tuning volume: G' error 3.9 ->
-        2.7 % clean and 4.9 -> 3.9 % at -20 dB; within about 5 voxels of a
+        and their modulus is the mu-network's continuation from inside. None: for a 3-D
+        navier fit one sixth of the shortest expected shear wavelength
+        sqrt(mu_ref / rho) / f_max in in-plane voxels, rounded, at least 1 (3 voxels on
+        the 1 mm FEM volumes), 0 otherwise (H200, elastic FEM tuning volume: G' error
+        3.9 -> 2.7 % clean and 4.9 -> 3.9 % at -20 dB; within about 5 voxels of a
         traction-free face the fitted navier residual pulls G' 20-40 % low; no gain on
         2-D slices; docs/accuracy.md).
       plateau_patience, plateau_factor, min_lr: reduce-on-plateau schedule acting

@@ -32,6 +32,7 @@ class Prepared:
     x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
     u_scale: np.ndarray  # (F, C) RMS of u, the data's unit (1 for an all-zero field)
     noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
+    pde_margin: int  # voxels of the in-plane rim without a PDE residual
 
 
 def field_of_view(dataset: Dataset) -> float:
@@ -122,6 +123,7 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     noise, weight = field_weights(dataset, u_scale, cfg)
     unit = np.where(u_scale > 0, u_scale, 1.0)  # an all-zero field stays zero, weight 0
     x_grid = grid_coordinates(dataset, length)
+    margin = pde_margin(dataset, cfg, spec.pde)
     problem = train.Problem(
         x=x_grid[mask],
         u=np.moveaxis(u / unit[..., None], -1, 0).astype(np.complex64),
@@ -130,17 +132,25 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
         count=np.asarray(int(mask.sum()), np.int32),
         weight=weight.astype(np.float32),
         scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
-        pde=pde_rows(dataset.mask, pde_margin(cfg, spec.pde, dataset.ndim)),
+        pde=pde_rows(dataset.mask, margin),
     )
-    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise)
+    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise, margin)
 
 
-def pde_margin(cfg: Config, pde: str, ndim: int) -> int:
+def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
     """Voxels of the in-plane rim without a PDE residual: the configured ``pde_margin``,
-    else :data:`helmholtz_pinn.train.PDE_MARGIN` of the (resolved) form and dimension."""
+    else the fraction :data:`helmholtz_pinn.train.PDE_MARGIN` (of the resolved form and
+    the data's dimension) of the shortest expected shear wavelength
+    lambda_min = sqrt(mu_ref / rho) / f_max (m; ``cfg.mu_ref`` in Pa, filled in by
+    :func:`shared_settings`) in in-plane voxels (their mean size, m), rounded, at least 1.
+    The layer it leaves out scales with the wavelength, not with the voxel."""
     if cfg.pde_margin is not None:
         return cfg.pde_margin
-    return train.PDE_MARGIN.get(pde, {}).get(ndim, 0)
+    fraction = train.PDE_MARGIN.get(pde, {}).get(dataset.ndim, 0.0)
+    if not fraction:
+        return 0
+    wavelength = np.sqrt(cfg.mu_ref / dataset.rho) / float(np.max(dataset.frequency))
+    return max(1, round(fraction * wavelength / float(np.mean(dataset.spacing[:2]))))
 
 
 def pde_rows(mask: np.ndarray, margin: int) -> np.ndarray:
