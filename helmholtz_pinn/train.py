@@ -56,12 +56,9 @@ MU_WIDTH = {2: 64, 3: 128}
 MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
 AUX_NETWORK = {2: "mu", 3: "u"}
-# The in-plane rim without a PDE residual when Config.pde_margin is None, by form and
-# dimension, as a fraction of the shortest expected shear wavelength (problem.pde_margin
-# turns it into voxels): one sixth, 3 voxels on the 1 mm elastic FEM volumes (lambda_min
-# 17-19.5 mm). H200, tuning volume, two seeds: navier G' error 3.7-3.9 % -> 2.7 % clean,
-# 4.9 -> 3.9 % at -20 dB (2 and 6 voxels were worse); on the 2-D tuning slice no gain
-# (3.05 -> 3.05 % clean, 6.1 -> 6.5 % at -20 dB); docs/accuracy.md, eighth session.
+# The in-plane rim without a PDE residual (Config.pde_margin None), by form and dimension,
+# in shortest shear wavelengths: 3 voxels on the 1 mm FEM volumes; 3-D navier G' error
+# 3.7-3.9 -> 2.7 % on the tuning volume, no gain on 2-D slices (docs/accuracy.md).
 PDE_MARGIN = {"navier": {3: 1 / 6}}
 
 
