@@ -63,10 +63,16 @@ def reference_modulus(dataset: Dataset, cfg: Config, estimate: float | None = No
         raise InputError(message) from err
 
 
+def shortest_wavelength(dataset: Dataset, mu_ref: float) -> float:
+    """lambda_min = sqrt(mu_ref / rho) / f_max, m (mu_ref in Pa, f in Hz): the shortest
+    shear wavelength expected in the data."""
+    return float(np.sqrt(mu_ref / dataset.rho) / np.max(dataset.frequency))
+
+
 def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
-    """Shortest expected wavelengths per field of view: L / lambda_min, with
-    lambda_min = sqrt(mu_ref / rho) / f_max (m; mu_ref in Pa, f in Hz)."""
-    return field_of_view(dataset) * float(np.max(dataset.frequency)) / np.sqrt(mu_ref / dataset.rho)
+    """Shortest expected wavelengths per field of view: L / lambda_min
+    (:func:`shortest_wavelength`)."""
+    return field_of_view(dataset) / shortest_wavelength(dataset, mu_ref)
 
 
 # One 3-D fit: the u-network's Fourier factor, the through-plane ratio and the batch.
@@ -140,8 +146,7 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
 def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
     """Voxels of the in-plane rim without a PDE residual: the configured ``pde_margin``,
     else the fraction :data:`helmholtz_pinn.train.PDE_MARGIN` (of the resolved form and
-    the data's dimension) of the shortest expected shear wavelength
-    lambda_min = sqrt(mu_ref / rho) / f_max (m; ``cfg.mu_ref`` in Pa, filled in by
+    the data's dimension) of :func:`shortest_wavelength` (``cfg.mu_ref`` filled in by
     :func:`shared_settings`) in in-plane voxels (their mean size, m), rounded, at least 1.
     The layer it leaves out scales with the wavelength, not with the voxel."""
     if cfg.pde_margin is not None:
@@ -149,8 +154,8 @@ def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
     fraction = train.PDE_MARGIN.get(pde, {}).get(dataset.ndim, 0.0)
     if not fraction:
         return 0
-    wavelength = np.sqrt(cfg.mu_ref / dataset.rho) / float(np.max(dataset.frequency))
-    return max(1, round(fraction * wavelength / float(np.mean(dataset.spacing[:2]))))
+    voxel = float(np.mean(dataset.spacing[:2]))
+    return max(1, round(fraction * shortest_wavelength(dataset, cfg.mu_ref) / voxel))
 
 
 def pde_rows(mask: np.ndarray, margin: int) -> np.ndarray:

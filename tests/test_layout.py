@@ -134,9 +134,8 @@ def test_pad_members_and_shard_voxels():
     )
     shards = layout.shard_voxels(problem, 4)
     assert shards.count.tolist() == [3, 3, 2, 2] and shards.x.shape == (12, 1)
-    np.testing.assert_array_equal(
-        shards.pde[shards.pde > 0] - 100, np.arange(10.0)
-    )  # rows move together
+    # the PDE rows move with their voxels
+    np.testing.assert_array_equal(shards.pde[shards.pde > 0] - 100, np.arange(10.0))
     kept = [shards.x[i * 3 : i * 3 + c, 0] for i, c in enumerate(shards.count)]
     assert sorted(np.concatenate(kept).tolist()) == list(range(10))
 

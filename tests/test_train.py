@@ -235,7 +235,7 @@ def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
     """The PDE loss with a margin is the PDE loss over the interior rows alone; the data
     loss still covers every row (16 x 16 plane waves, margin 3: 10 x 10 interior)."""
     prep = inversion.prepare(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
-    problem, params, consts = prep.problem, init(prep).params, init(prep).consts
+    problem, (params, consts) = prep.problem, init(prep)[:2]
     inner = np.asarray(problem.pde) > 0
     assert inner.sum() == 100 and problem.pde.shape == (256,)
     every = jnp.ones(256, jnp.float32)
