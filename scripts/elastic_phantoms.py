@@ -6,7 +6,8 @@
 
 Cases (each one finite-element solve of helmholtz_pinn.elastic.simulate_elastic, every
 file derived from its clean volume):
-  tuning/    four-target, 60/80/100 Hz, 80 x 100 x 10 mm: clean and -20 dB (seed 0)
+  tuning/    four-target, 60/80/100 Hz, 80 x 100 x 10 mm: clean and -20 dB (seed 0);
+             four-target-fine, the same on a 1.73 mm mesh (10 cubes per wavelength): clean
   held-out/  two-ellipse (60/80/100 Hz); four-target at 50/70/90 Hz; four-target
              20 mm thick (80 x 100 x 20 voxels): clean, and -30/-20/-10 dB with seeds 1, 2
 ``--from DIR`` derives every file from the clean volumes DIR/SET/CASE_volume_clean.npz
@@ -38,6 +39,13 @@ CASES = {
         "held-out",
         {"shape": (80, 100, 20), "precision": "mixed"},
         HELD_OUT_NOISE,
+    ),
+    # the tuning phantom on a finer mesh (10 cubes per shear wavelength, 1.73 mm, against 8):
+    # does the FEM mesh limit the small targets' contrast? (docs/accuracy.md, ninth session)
+    "four-target-fine": (
+        "tuning",
+        {"elements_per_wavelength": 10.0, "precision": "mixed"},
+        [(None, 0)],
     ),
 }
 QUICK_ELEMENTS_PER_WAVELENGTH = 3.0  # default 8; --quick: a coarse mesh, not for accuracy
