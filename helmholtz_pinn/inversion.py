@@ -186,8 +186,8 @@ def run_facts(
     prep: Prepared, cfg: Config, state, history: list[dict], wall_s: float, **extra
 ) -> dict:
     """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
-    margin (voxels), final losses (nondimensional), retries; ``extra`` adds or overrides
-    entries."""
+    margin (voxels) and the fraction of the mask's voxels with a PDE residual, final
+    losses (nondimensional), retries; ``extra`` adds or overrides entries."""
     last = history[-1] if history else {}
     facts = {
         "steps": int(np.asarray(state.step).max()),
@@ -201,6 +201,7 @@ def run_facts(
         "sigma_mu": prep.sigma_mu,
         "batch_size": prep.spec.batch_size,
         "pde_margin": prep.pde_margin,
+        "pde_fraction": prep.pde_fraction,
         **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
         "retries": last.get("retries", 0),
         "weighting": cfg.weighting,
@@ -218,8 +219,9 @@ def run_facts(
 def run_notes(cfg: Config, facts: dict) -> list[str]:
     """What a user should know about how the run went: a resume (or a resume that found
     no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
-    ended inside the PDE warm-up or before the learning-rate schedule could act, and the
-    facts' assumption. The warm-up note also comes as a
+    ended inside the PDE warm-up or before the learning-rate schedule could act, a PDE
+    margin (how much of the mask it leaves without a residual), and the facts'
+    assumption. The warm-up note also comes as a
     :class:`~helmholtz_pinn.quality.FitQualityWarning` (from :func:`invert`)."""
     planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
     ran, notes = facts["steps"], []
@@ -256,6 +258,13 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
         notes.append(
             f"{SHORT_RUN}: {ran} steps are at most plateau_patience={cfg.plateau_patience} "
             "blocks: the learning-rate schedule never acted"
+        )
+    if facts.get("pde_margin"):
+        notes.append(
+            f"the PDE residual of the mask's in-plane rim of {facts['pde_margin']} voxel(s) was "
+            f"left out of the loss ({1 - facts['pde_fraction']:.0%} of the mask's voxels): "
+            "the modulus there is the mu-network's continuation from inside (pde_margin; 0 "
+            "fits the PDE everywhere)"
         )
     if facts.get("dropped_components"):
         notes.append(

@@ -33,6 +33,7 @@ class Prepared:
     u_scale: np.ndarray  # (F, C) RMS of u, the data's unit (1 for an all-zero field)
     noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
     pde_margin: int  # voxels of the in-plane rim without a PDE residual
+    pde_fraction: float  # fraction of the mask's voxels whose PDE residual is in the loss
 
 
 def field_of_view(dataset: Dataset) -> float:
@@ -140,7 +141,10 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
         scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
         pde=pde_rows(dataset.mask, margin),
     )
-    return Prepared(problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise, margin)
+    fraction = round(float(np.mean(problem.pde)), 4) if problem.pde.size else 0.0
+    return Prepared(
+        problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise, margin, fraction
+    )
 
 
 def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:

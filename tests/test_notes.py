@@ -24,10 +24,22 @@ def test_notes_name_rounding_early_stop_warmup_and_schedule():
     assert inversion.run_notes(cfg.replace(steps=1000, pde_warmup=100), {"steps": 1000}) == []
     assumption = inversion.run_notes(Config(), {"steps": 10000, "assumption": "2-D slice"})
     assert assumption == ["2-D slice"]
+    rim = inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 3, "pde_fraction": 0.8724})
+    assert rim == [
+        "the PDE residual of the mask's in-plane rim of 3 voxel(s) was left out of the loss "
+        "(13% of the mask's voxels): the modulus there is the mu-network's continuation from "
+        "inside (pde_margin; 0 fits the PDE everywhere)"
+    ]
+    assert inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 0}) == []
 
 
 def test_a_fit_inside_the_warm_up_warns_and_records_it():
-    cfg = Config(**{**SMALL, "steps": 10, "pde_warmup": 50})
+    """Also: with a PDE margin of 3 voxels on 16 x 16, 100 of 256 voxels keep their PDE
+    residual; metrics.json records the fraction and a note says what was left out."""
+    cfg = Config(**{**SMALL, "steps": 10, "pde_warmup": 50, "pde_margin": 3})
     with pytest.warns(FitQualityWarning, match="before the PDE weight finished its warm-up"):
         res = inversion.invert(plane_wave_dataset(), cfg, progress=False, devices=1)
     assert any(n.startswith("short run") for n in res.metrics["notes"])
+    assert res.metrics["pde_margin"] == 3 and res.metrics["pde_fraction"] == round(100 / 256, 4)
+    assert any("(61% of the mask's voxels)" in n for n in res.metrics["notes"])
+    assert inversion.prepare(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0
