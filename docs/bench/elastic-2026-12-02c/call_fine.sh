@@ -3,7 +3,7 @@
 # Does the FEM mesh limit the 10 mm disk's contrast? The default-mesh and the fine-mesh
 # tuning volume, library defaults, seeds 0 and 1 clean and noise seed 0 at -20 dB: six fits
 # at once. Before the call:
-#   cp docs/bench/elastic-2026-12-02c/edge.py .tune/ && mkdir -p .tune/d
+#   cp docs/bench/elastic-2026-12-02b/edge.py .tune/ && mkdir -p .tune/d
 #   cp data/tuning/four-target_volume_clean.npz data/tuning/four-target-fine_volume_clean.npz .tune/d/
 # then run with carry [".tune", ".whl"]. Compare the 'c' field (contrast per region; '3' is
 # the 10 mm disk) between the two files at equal seeds.
