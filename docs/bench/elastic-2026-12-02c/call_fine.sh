@@ -1,5 +1,5 @@
 #!/bin/bash
-# PREPARED FOR THE NEXT SESSION, NOT RUN (no device time was left in the ninth session).
+# Prepared by the ninth session; run by the tenth (output: ../elastic-2026-12-02d/fine.jsonl).
 # Does the FEM mesh limit the 10 mm disk's contrast? The default-mesh and the fine-mesh
 # tuning volume, library defaults, seeds 0 and 1 clean and noise seed 0 at -20 dB: six fits
 # at once. Before the call:
