@@ -22,7 +22,7 @@ such a captured stdout log.
 Elastic FEM phantoms (``--elastic DIR``: the files and manifest.json written by
 ``scripts/elastic_phantoms.py``; the code is in ``scripts/accuracy_elastic.py``): files x
 methods, the methods ``pinn-<form>`` for each ``--pde`` form (default: every form of
-``helmholtz_pinn.forms.names()``), ``pinn-auto`` (the library's default configuration),
+``helmholtz_pinn.forms.names()`` when ``--methods`` is not given, else none), ``pinn-auto`` (the library's default configuration),
 ``ahi``, ``ahi-gaussian`` and ``curl-mdev``. Files are chosen with ``--set``, ``--output``,
 ``--case``, ``--noise`` and ``--noise-seeds`` (files listed but absent are skipped), cut
 with ``--limit-files``; ``--skip-done`` leaves out the cells earlier logs finished and
@@ -734,8 +734,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="METHOD",
         help=f"scalar phantoms: {', '.join(METHODS)} (default: all); with --elastic: "
-        f"{', '.join(elastic.DEFAULT_METHODS)} (default: all) and pinn-<form>, added to those "
-        "of --pde",
+        f"{', '.join(elastic.DEFAULT_METHODS)} and pinn-<form>, added to those of --pde "
+        "(default: all, and every form unless --pde names some)",
     )
     parser.add_argument(
         "--steps", type=int, default=None, help="PINN training steps (default: the library default)"
@@ -798,8 +798,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=forms.names(),
         default=None,
         metavar="FORM",
-        help=f"PINN forms run as pinn-<form> (of {', '.join(forms.names())}; default: all; "
-        "none: --pde alone)",
+        help=f"PINN forms run as pinn-<form> (of {', '.join(forms.names())}; default: all "
+        "when --methods is not given, else none; none: --pde alone)",
     )
     group.add_argument(
         "--limit-files", type=int, default=None, metavar="N",

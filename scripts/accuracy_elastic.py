@@ -113,9 +113,11 @@ def method_choices() -> list[str]:
 
 
 def methods_of(pde: list[str] | None, methods: list[str] | None) -> list[str]:
-    """The methods of a run: ``pinn-<name>`` for each ``pde`` name (default: every form),
-    then ``methods`` (default: pinn-auto and the baselines), each once, in that order."""
-    names = list(forms.names()) if pde is None else pde
+    """The methods of a run: ``pinn-<name>`` for each ``pde`` name, then ``methods``
+    (default: pinn-auto and the baselines), each once, in that order. Without ``pde`` every
+    form runs only when ``methods`` is not given either: ``--methods curl-mdev`` alone runs
+    curl-MDEV alone."""
+    names = (list(forms.names()) if methods is None else []) if pde is None else pde
     unknown = [n for n in names if n not in forms.names()]
     if unknown:
         raise errors.ConfigError(

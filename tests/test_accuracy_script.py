@@ -444,3 +444,14 @@ def test_elastic_targets_against_known_answers(script):
     assert script.elastic.elastic_targets(study, "tuning") == []
     md = script.report(study)
     assert "| c | volume | PINN, hetero form | 4.0 % (met) |" in md and "| 4 of 6 |" in md
+
+
+def test_elastic_methods_are_what_the_command_line_names(script):
+    """--methods alone runs only those methods; --pde adds its forms; neither runs all."""
+    methods_of, names = script.elastic.methods_of, script.elastic.forms.names()
+    assert methods_of(None, ["curl-mdev", "ahi"]) == ["curl-mdev", "ahi"]
+    assert methods_of(["navier"], ["pinn-auto"]) == ["pinn-navier", "pinn-auto"]
+    every = methods_of(None, None)
+    assert every[: len(names)] == [f"pinn-{n}" for n in names]
+    assert every[len(names) :] == list(script.elastic.DEFAULT_METHODS)
+    assert methods_of([], None) == list(script.elastic.DEFAULT_METHODS)
