@@ -22,8 +22,9 @@ such a captured stdout log.
 Elastic FEM phantoms (``--elastic DIR``: the files and manifest.json written by
 ``scripts/elastic_phantoms.py``; the code is in ``scripts/accuracy_elastic.py``): files x
 methods, the methods ``pinn-<form>`` for each ``--pde`` form (default: every form of
-``helmholtz_pinn.forms.names()`` when ``--methods`` is not given, else none), ``pinn-auto`` (the library's default configuration),
-``ahi``, ``ahi-gaussian`` and ``curl-mdev``. Files are chosen with ``--set``, ``--output``,
+``helmholtz_pinn.forms.names()`` when ``--methods`` is not given, else none),
+``pinn-auto`` (the library's default configuration), ``ahi``, ``ahi-gaussian`` and
+``curl-mdev``. Files are chosen with ``--set``, ``--output``,
 ``--case``, ``--noise`` and ``--noise-seeds`` (files listed but absent are skipped), cut
 with ``--limit-files``; ``--skip-done`` leaves out the cells earlier logs finished and
 ``--time-budget`` stops starting files, so a study too long for one invocation is run in
