@@ -25,7 +25,7 @@ from helmholtz_pinn.loop import HostState
 from helmholtz_pinn.train import TrainState
 
 # fields that may differ between the run that saved and the run that resumes
-RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin")
+RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin", "ensemble_keep")
 
 
 def fingerprint(datasets: Sequence[Dataset]) -> dict:

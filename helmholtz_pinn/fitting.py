@@ -256,13 +256,13 @@ def rows_of(state, i: int, ensemble: int, stacked: bool):
 
 
 def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """(mu (E, F, *grid) in Pa, u_fit (F, C, *grid) in data units, mean over members) on
-    every voxel of the grid, from one state or E stacked ones."""
+    """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units) on every voxel of
+    the grid, from one state (E = 1) or E stacked ones."""
     stacked = np.ndim(state.step) == 1
     members = train.unstack_tree(state, len(state.step)) if stacked else [state]
     fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
-    u_fit = np.mean([to_grid(u, dataset) for u, _ in fields], axis=0)
+    u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
     return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
 
 

@@ -64,7 +64,8 @@ def invert(
     derivatives and measured better on the elastic FEM volumes (docs/accuracy.md: 3.1 %
     median G' error against 7.1 % slice by slice on a 20-voxel slab). ``overrides``
     replace fields of ``config``; ``ensemble`` E > 1 gives each dataset E seeds (``mu``
-    their mean, ``mu_std`` their spread).
+    their mean, ``mu_std`` their spread, over the members whose final loss is within
+    ``ensemble_keep`` times the lowest: :func:`kept_members`).
     ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.layout.plan`).
     ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
     the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
@@ -122,9 +123,43 @@ def invert(
         run = run_facts(prep, cfg, members[i], hist, wall, **facts, **checks[i])
         if stacked:
             run.update(batch_members=len(datasets), batch_index=i)
-        results.append(make_result(dataset, cfg, mus, u_fit, run, hist, members[i]))
+        kept = _kept_members(run, cfg)
+        u_mean = u_fit[kept].mean(axis=0)
+        results.append(make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i]))
     _warn_short(results[0])
     return results if stacked else results[0]
+
+
+def kept_members(final_losses, keep: float) -> list[int]:
+    """Indices of the ensemble members whose final loss is at most ``keep`` times the
+    lowest (every member when none is finite): the members of the mean map."""
+    losses = np.asarray(final_losses, float).reshape(-1)
+    finite = np.isfinite(losses)
+    if not finite.any():
+        return list(range(losses.size))
+    return [i for i in range(losses.size) if finite[i] and losses[i] <= keep * losses[finite].min()]
+
+
+def _kept_members(run: dict, cfg: Config) -> list[int]:
+    """The members of one dataset's ensemble that its map averages (:func:`kept_members`
+    on ``run['final_loss']``); the seeds left out are added to ``run`` (a note and
+    ``ensemble_dropped_seeds``) and warned about."""
+    if cfg.ensemble == 1:
+        return [0]
+    losses = np.asarray(run["final_loss"], float).reshape(-1)
+    kept = kept_members(losses, cfg.ensemble_keep)
+    dropped = [i for i in range(losses.size) if i not in kept]
+    run["ensemble_dropped_seeds"] = [cfg.seed + i for i in dropped]
+    if dropped:
+        ratios = ", ".join(f"{losses[i] / losses[kept].min():.2g}x" for i in dropped)
+        note = (
+            f"ensemble: seeds {run['ensemble_dropped_seeds']} ended at {ratios} the lowest "
+            f"final loss (ensemble_keep={cfg.ensemble_keep:g}): a poorer optimum, left out "
+            f"of the mean map and its spread ({len(kept)} of {losses.size} members kept)"
+        )
+        run["notes"] = [*run.get("notes", []), note]
+        warnings.warn(note, quality.FitQualityWarning, stacklevel=3)
+    return kept
 
 
 def _warn_short(result: Result) -> Result:
@@ -174,8 +209,8 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
     """Slice maps put back on the volume's grid (NaN on slices not fitted)."""
     mus = np.full((cfg.ensemble, volume.n_freq, *volume.grid), np.nan + 0j)
     u_fit = np.full(volume.u.shape, np.nan + 0j)
-    for (m, u), k in zip(maps, keep, strict=True):
-        mus[..., k], u_fit[..., k] = m, u
+    for (m, u), k in zip(maps, keep, strict=True):  # every member: no ensemble_keep here
+        mus[..., k], u_fit[..., k] = m, u.mean(axis=0)
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
     run.update(slices_fitted=keep, slices_skipped=skipped)

@@ -156,10 +156,38 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
     a, b = train.unstack_tree(same, 2)
     for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         np.testing.assert_array_equal(x, y)
-    res = inversion.invert(plane_wave_dataset(), Config(**SMALL, ensemble=3), progress=False)
+    cfg = Config(**SMALL, ensemble=3, ensemble_keep=float("inf"))
+    res = inversion.invert(plane_wave_dataset(), cfg, progress=False)
     assert res.mu_std.shape == res.mu.shape
     assert np.all(res.mu_std.real[0] > 0)
-    assert res.metrics["ensemble"] == 3
+    assert res.metrics["ensemble"] == 3 and res.metrics["ensemble_dropped_seeds"] == []
+
+
+def test_kept_members_are_those_within_the_factor_of_the_lowest_final_loss():
+    """The small elastic fixture's eight seeds (seeds.jsonl): the two in a poorer optimum
+    (3.3-3.4x the lowest final loss) are dropped at the default factor 2, none at inf;
+    non-finite losses are dropped unless every loss is."""
+    losses = [0.00246, 0.00473, 0.00161, 0.00140, 0.00250, 0.00190, 0.00460, 0.00170]
+    assert inversion.kept_members(losses, Config().ensemble_keep) == [0, 2, 3, 4, 5, 7]
+    assert inversion.kept_members(losses, float("inf")) == list(range(8))
+    assert inversion.kept_members([1.0, np.nan, 1.5], 2.0) == [0, 2]
+    assert inversion.kept_members([np.nan, np.nan], 2.0) == [0, 1]
+    with pytest.raises(ConfigError, match="ensemble_keep must be >= 1"):
+        Config(ensemble_keep=0.5)
+
+
+def test_an_ensemble_keeping_one_member_gives_that_seeds_own_fit():
+    """ensemble_keep=1 keeps the lowest-loss member only: its map equals the single fit
+    of that seed, the other seed is named and warned about, and there is no spread."""
+    data = plane_wave_dataset()
+    with pytest.warns(UserWarning, match="a poorer optimum"):
+        res = inversion.invert(data, Config(**SMALL, ensemble=2, ensemble_keep=1.0), progress=False)
+    best = int(np.argmin(res.metrics["final_loss"]))
+    assert res.metrics["ensemble_dropped_seeds"] == [1 - best]
+    assert res.mu_std is None
+    alone = inversion.invert(data, Config(**SMALL, seed=best), progress=False)
+    np.testing.assert_allclose(res.mu, alone.mu, rtol=2e-3)
+    np.testing.assert_allclose(res.u_fit, alone.u_fit, rtol=2e-3, atol=1e-3)
 
 
 def test_the_through_plane_fourier_ratio_scales_only_the_third_axis_of_3d_networks():

@@ -7,16 +7,16 @@
 # a setting passes if, over clean seeds 0/1 and -20 dB seeds 0/1, its mean 10 mm contrast is
 # at least 5 points above the default's (61.75) and its mean G' median at most 0.2 points
 # above the default's (3.27 %); only then fit the held-out volumes (as call_w.sh does).
-# Before the call: cp docs/bench/elastic-2026-12-02b/edge.py .tune/; copy
+# Before the call: cp docs/bench/elastic-2026-12-02b/edge.py .tune/; copy (done: .tune/clean/tuning/)
 # data/tuning/four-target_volume_clean.npz to .tune/d/; carry [".tune", ".whl"].
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=$PWD:/tmp/site XLA_PYTHON_CLIENT_PREALLOCATE=false
 mkdir -p /tmp/n; i=0
-V=d/four-target_volume_clean.npz
+V=clean/tuning/four-target_volume_clean.npz
 A='"aux_network":"mu","sigma_factor_mu":1.0,"mu_width":256'
 M='"mu_width":256'
 while read -r spec over; do
-  i=$((i+1)); ( cd .tune && timeout 400 python3 edge.py "$spec" "$over" > /tmp/n/n$i.jsonl 2>/tmp/n/e$i.log ) &
+  i=$((i+1)); ( cd .tune && timeout 540 python3 edge.py "$spec" "$over" > /tmp/n/n$i.jsonl 2>/tmp/n/e$i.log ) &
 done <<JOBS
 $V {$A,"seed":1}
 $V:-20:0 {$A}
