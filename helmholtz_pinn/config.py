@@ -105,9 +105,10 @@ class Config:
         the lowest member's is left out of the mean and the spread (it ended in a poorer
         optimum) and named in metrics.json (``ensemble_dropped_seeds``) and a warning;
         ``inf`` keeps every member. Not applied to slicewise fits. The default 2 was
-        chosen on the small elastic fixture at CPU settings: the final losses of seeds
-        0-7 were 1.0-1.8x the lowest for six seeds at 11-13 % error and 3.3-3.4x for the
-        two at 37-38 % (docs/bench/elastic-2026-12-02d/seeds.jsonl).
+        chosen on the small elastic fixture at CPU settings (seeds 0-7: 1.0-1.8x the lowest
+        final loss at 11-13 % error, 3.3-3.4x at 37-38 %) and checked at full size (H200,
+        the cropped tuning volume: a poor seed at 8.5 % error ended at 31x, three good ones
+        within 1.07x; the whole volume: seeds 0-3 within 1.48x; docs/accuracy.md).
       metric_margin: voxels of the mask's rim left out of the accuracy metrics and the
         clinical medians of metrics.json (a voxel is scored when every voxel within this
         many steps, diagonals included, is in the mask and on the grid; holes in the mask
