@@ -38,7 +38,9 @@ class Config:
       sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale;
         sigma_factor_u None: 1.0 for 2-D data (slicewise fits too), 0.5 for one 3-D fit
         (a 2-D-tuned scale biases 3-D fits' G' low; measured on the elastic volumes,
-        docs/accuracy_elastic.md).
+        docs/accuracy_elastic.md) and for 2-D data whose best field's noise fraction is
+        at least 0.15 (problem.NOISY_2D; at 1.0 elastic slices at -10 dB collapsed to the
+        modulus floor, at 0.5 they gave 11-18 %; docs/accuracy.md).
       sigma_ratio_z: 3-D fits only: the Fourier scale along the third (slice) axis as a
         fraction of the in-plane scale, for both networks (1 is isotropic; tuned on slabs
         10 voxels thick, where through-plane detail is poorly sampled).

@@ -21,7 +21,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from helmholtz_pinn import checkpoint, fitting, loop, metrics, plausibility, quality, train
+from helmholtz_pinn import checkpoint, fitting, loop, metrics, plausibility, problem, quality, train
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset, z_slices
 from helmholtz_pinn.errors import InputError
@@ -234,6 +234,7 @@ def run_facts(
         "length_m": prep.scales.length,
         "sigma_u": prep.sigma_u,
         "sigma_mu": prep.sigma_mu,
+        "sigma_factor_u": prep.sigma_factor_u,
         "batch_size": prep.spec.batch_size,
         "pde_margin": prep.pde_margin,
         "pde_fraction": prep.pde_fraction,
@@ -248,6 +249,14 @@ def run_facts(
         **extra,
     }
     facts["notes"] = run_notes(cfg, facts)
+    auto = cfg.sigma_factor_u is None and cfg.sigma_u is None
+    if auto and prep.spec.ndim == 2 and prep.sigma_factor_u != problem.SIGMA_FACTOR_U_2D:
+        facts["notes"].append(
+            f"noisy 2-D data (the best field's noise fraction is at least {problem.NOISY_2D}): "
+            f"the u-network's Fourier scale uses sigma_factor_u={prep.sigma_factor_u:g}, not "
+            f"{problem.SIGMA_FACTOR_U_2D:g}, against a collapse of the modulus; a volume, where "
+            "there is one, is the better input"
+        )
     return facts
 
 

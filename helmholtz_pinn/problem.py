@@ -34,6 +34,7 @@ class Prepared:
     noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
     pde_margin: int  # voxels of the in-plane rim without a PDE residual
     pde_fraction: float  # fraction of the mask's voxels whose PDE residual is in the loss
+    sigma_factor_u: float  # the u-network's factor of the automatic Fourier scale
 
 
 def field_of_view(dataset: Dataset) -> float:
@@ -84,32 +85,56 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
 # (docs/accuracy.md, "3-D volumes"). Kept, not re-tuned, for the 512-wide 3-D default
 # (train.WIDTH): 3.7 / 5.6 %, and for its 128 x 3 mu-network at batch 2048: 3.7 / 5.6 %.
 SIGMA_FACTOR_U_3D = 0.5
+SIGMA_FACTOR_U_2D = 1.0
+# 2-D data whose best-measured field has at least this noise fraction get SIGMA_FACTOR_U_3D.
+# H200, 2026-12-02, elastic middle slices at -10 dB (best fraction 0.19-0.21): factor 1.0
+# collapsed to the modulus floor (99 %, the tuning slice and three held-out ones); 0.5 gave
+# 14.2 % (tuning) and 11.1-17.7 % (held-out). At -20 dB (0.063-0.065) 1.0 stays (docs/accuracy.md).
+NOISY_2D = 0.15
 
 
-def sigma_factor_u(cfg: Config, ndim: int) -> float:
-    """The configured ``sigma_factor_u``, else 1.0 for 2-D data and
-    :data:`SIGMA_FACTOR_U_3D` for 3-D data."""
+def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
+    """The configured ``sigma_factor_u``, else :data:`SIGMA_FACTOR_U_3D` for 3-D data and
+    for 2-D data whose best field's noise fraction ``noise`` is at least :data:`NOISY_2D`
+    (a smoother u-network that does not fit the noise), else :data:`SIGMA_FACTOR_U_2D`."""
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u
-    return SIGMA_FACTOR_U_3D if ndim == 3 else 1.0
+    return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
+
+
+def best_noise(dataset: Dataset) -> float:
+    """The smallest noise fraction (estimated noise RMS / RMS in the mask, see
+    :func:`field_weights`) over the dataset's non-zero fields: how noisy its best field is."""
+    mask = dataset.mask.ravel()
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., mask]
+    rms = np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
+    zero_filled, valid = stencils.usable(dataset.u, dataset.mask, dataset.grid)
+    sigma = np.nan_to_num(stencils.noise_rms(zero_filled, valid), nan=0.0)
+    ratio = sigma[rms > 0] / rms[rms > 0]
+    return float(ratio.min()) if ratio.size else 0.0
 
 
 def shared_settings(
     datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
 ) -> Config:
-    """``cfg`` with mu_ref (Pa) and sigma_u/sigma_mu filled in, one value for all datasets
-    (members of one program share them): mu_ref the configured one, else the median of
-    the per-dataset estimates; sigma the configured one, else ``sigma_factor`` times the
-    largest L / lambda_min (so every dataset's shortest wave is representable).
+    """``cfg`` with mu_ref (Pa), sigma_factor_u and sigma_u/sigma_mu filled in, one value for
+    all datasets (members of one program share them): mu_ref the configured one, else the
+    median of the per-dataset estimates; sigma the configured one, else ``sigma_factor``
+    times the largest L / lambda_min (so every dataset's shortest wave is representable);
+    the u factor from :func:`sigma_factor_u` with the noisiest dataset's :func:`best_noise`.
     ``estimates``: the datasets' AHI estimates (Pa) where already computed."""
     estimates = [None] * len(datasets) if estimates is None else estimates
     mu_ref = float(
         np.median([reference_modulus(d, cfg, e) for d, e in zip(datasets, estimates, strict=True)])
     )
     cycles = max(wave_cycles(d, mu_ref) for d in datasets)
+    ndim, auto = datasets[0].ndim, cfg.sigma_factor_u is None and cfg.sigma_u is None
+    noise = max(best_noise(d) for d in datasets) if auto and ndim == 2 else 0.0
+    factor = sigma_factor_u(cfg, ndim, noise)
     return cfg.replace(
         mu_ref=mu_ref,
-        sigma_u=cfg.sigma_u or sigma_factor_u(cfg, datasets[0].ndim) * cycles,
+        sigma_factor_u=factor,
+        sigma_u=cfg.sigma_u or factor * cycles,
         sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
     )
 
@@ -143,7 +168,17 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     )
     fraction = round(float(np.mean(problem.pde)), 4) if problem.pde.size else 0.0
     return Prepared(
-        problem, spec, scales, cfg.sigma_u, cfg.sigma_mu, x_grid, unit, noise, margin, fraction
+        problem,
+        spec,
+        scales,
+        cfg.sigma_u,
+        cfg.sigma_mu,
+        x_grid,
+        unit,
+        noise,
+        margin,
+        fraction,
+        cfg.sigma_factor_u,
     )
 
 

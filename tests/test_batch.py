@@ -5,6 +5,8 @@ vmapped (batched) matmuls with other kernels, so results agree to float32 roundi
 amplified over 10 Adam steps (measured ~2e-7 relative; asserted 2e-5).
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -126,6 +128,36 @@ def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
     assert auto.sigma_u == pytest.approx(problem.SIGMA_FACTOR_U_3D * cycles)
     given = inversion.shared_settings([volume], base.replace(sigma_factor_u=0.6))
     assert given.sigma_u == pytest.approx(0.6 * cycles)
+
+
+def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(slices):
+    """2-D data whose best field's noise fraction reaches NOISY_2D get SIGMA_FACTOR_U_3D
+    (a factor of 1 collapsed on elastic slices at -10 dB); clean slices, or noisy ones
+    below the threshold, keep 1; a configured factor or sigma_u wins; one noisy slice of a
+    batch decides for all (they share one program)."""
+    from helmholtz_pinn import phantoms, problem
+
+    def noisy(d, db):
+        return dataclasses.replace(d, u=phantoms.add_noise(d.u, db, 0))
+
+    base = Config(**{**SMALL, "mu_ref": 3000.0})
+    cycles = inversion.wave_cycles(slices[0], 3000.0)
+    assert problem.best_noise(slices[0]) < 0.01
+    assert 0.25 < problem.best_noise(noisy(slices[0], -10.0)) < 0.35  # 10^(-10/20) = 0.32
+    for data, factor in [
+        ([slices[0]], 1.0),
+        ([noisy(slices[0], -20.0)], 1.0),
+        ([noisy(slices[0], -10.0)], problem.SIGMA_FACTOR_U_3D),
+        ([slices[0], noisy(slices[1], -10.0)], problem.SIGMA_FACTOR_U_3D),
+    ]:
+        cfg = inversion.shared_settings(data, base)
+        assert cfg.sigma_factor_u == factor
+        assert cfg.sigma_u == pytest.approx(factor * cycles)
+    loud = [noisy(slices[0], -10.0)]
+    assert inversion.shared_settings(loud, base.replace(sigma_factor_u=0.8)).sigma_u == (
+        pytest.approx(0.8 * cycles)
+    )
+    assert inversion.shared_settings(loud, base.replace(sigma_u=7.0)).sigma_u == 7.0
 
 
 def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path, four_devices):
