@@ -82,6 +82,6 @@ for over in map(json.loads, sys.argv[2:]):
     dt = round(time.time() - t, 1)
     mu = np.asarray(r.mu)
     row = {"spec": spec, "over": over, "hooks": hooks, "t": dt, "all": short(metrics.evaluate(mu, d)),
-           "pde_margin": r.metrics.get("pde_margin"), "m2": short(metrics.evaluate(mu, d, margin=2, axes=(0, 1))), "m5": short(metrics.evaluate(mu, d, margin=5, axes=(0, 1))),
+           "pde_margin": r.metrics.get("pde_margin"), **{k: r.metrics.get(k) for k in ("final_loss", "final_data", "final_pde")}, "m2": short(metrics.evaluate(mu, d, margin=2, axes=(0, 1))), "m5": short(metrics.evaluate(mu, d, margin=5, axes=(0, 1))),
            "prof": profile(mu, d)}
     print(json.dumps(row, default=float), flush=True)

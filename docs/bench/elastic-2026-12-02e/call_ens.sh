@@ -4,8 +4,8 @@
 # 0-3: cropped to 8-72-0-92 (seed 0 went to 8.5 % / R 0.87 in the eighth session, seeds 1-3
 # to 2.4-2.5 %) and whole (the good members' spread of final loss). A single-seed fit is the
 # ensemble's member (checked in the tenth session: equal final losses). Eight fits at once.
-# Carry [".tune", ".whl"]; .tune/edge.py is docs/bench/elastic-2026-12-02b/edge.py with the
-# final losses added to its output line; the volume in .tune/clean/tuning/.
+# Carry [".tune", ".whl"]; .tune/edge.py is docs/bench/elastic-2026-12-02b/edge.py (whose output
+# line has the final losses since this session); the volume in .tune/clean/tuning/.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=$PWD:/tmp/site XLA_PYTHON_CLIENT_PREALLOCATE=false
 mkdir -p /tmp/e; i=0
