@@ -134,7 +134,8 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     """2-D data whose best field's noise fraction reaches NOISY_2D get SIGMA_FACTOR_U_3D
     (a factor of 1 collapsed on elastic slices at -10 dB); clean slices, or noisy ones
     below the threshold, keep 1; a configured factor or sigma_u wins; one noisy slice of a
-    batch decides for all (they share one program)."""
+    batch decides for all (they share one program); a fit's metrics record the factor and
+    a note saying that noise chose it."""
     from helmholtz_pinn import phantoms, problem
 
     def noisy(d, db):
@@ -158,6 +159,9 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
         pytest.approx(0.8 * cycles)
     )
     assert inversion.shared_settings(loud, base.replace(sigma_u=7.0)).sigma_u == 7.0
+    res = inversion.invert(loud[0], base, progress=False)  # what metrics.json says
+    assert res.metrics["sigma_factor_u"] == problem.SIGMA_FACTOR_U_3D
+    assert any(n.startswith("noisy 2-D data") for n in res.metrics["notes"])
 
 
 def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path, four_devices):
