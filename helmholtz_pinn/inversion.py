@@ -137,7 +137,8 @@ def kept_members(final_losses, keep: float) -> list[int]:
     finite = np.isfinite(losses)
     if not finite.any():
         return list(range(losses.size))
-    return [i for i in range(losses.size) if finite[i] and losses[i] <= keep * losses[finite].min()]
+    limit = keep * losses[finite].min()
+    return [i for i in range(losses.size) if finite[i] and losses[i] <= limit]
 
 
 def _kept_members(run: dict, cfg: Config) -> list[int]:
@@ -151,7 +152,7 @@ def _kept_members(run: dict, cfg: Config) -> list[int]:
     dropped = [i for i in range(losses.size) if i not in kept]
     run["ensemble_dropped_seeds"] = [cfg.seed + i for i in dropped]
     if dropped:
-        ratios = ", ".join(f"{losses[i] / losses[kept].min():.2g}x" for i in dropped)
+        ratios = ", ".join(f"{losses[i] / np.nanmin(losses):.2g}x" for i in dropped)
         note = (
             f"ensemble: seeds {run['ensemble_dropped_seeds']} ended at {ratios} the lowest "
             f"final loss (ensemble_keep={cfg.ensemble_keep:g}): a poorer optimum, left out "
