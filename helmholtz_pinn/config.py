@@ -106,7 +106,8 @@ class Config:
       ensemble_keep: an ensemble member whose final loss is above ``ensemble_keep`` times
         the lowest member's is left out of the mean and the spread (it ended in a poorer
         optimum) and named in metrics.json (``ensemble_dropped_seeds``) and a warning;
-        ``inf`` keeps every member. Not applied to slicewise fits. The default 2 was
+        ``inf`` keeps every member. A slicewise fit decides slice by slice (seeds per
+        slice in ``ensemble_dropped_seeds``). The default 2 was
         chosen on the small elastic fixture at CPU settings (seeds 0-7: 1.0-1.8x the lowest
         final loss at 11-13 % error, 3.3-3.4x at 37-38 %) and checked at full size (H200,
         the cropped tuning volume: a poor seed at 8.5 % error ended at 31x, three good ones

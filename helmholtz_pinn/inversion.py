@@ -207,14 +207,33 @@ def _check_batch(datasets) -> list[Dataset]:
 
 
 def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
-    """Slice maps put back on the volume's grid (NaN on slices not fitted)."""
-    mus = np.full((cfg.ensemble, volume.n_freq, *volume.grid), np.nan + 0j)
-    u_fit = np.full(volume.u.shape, np.nan + 0j)
-    for (m, u), k in zip(maps, keep, strict=True):  # every member: no ensemble_keep here
-        mus[..., k], u_fit[..., k] = m, u.mean(axis=0)
-    skipped = [k for k in range(volume.grid[2]) if k not in keep]
+    """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
+    ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
+    NaN members, which :func:`make_result` skips)."""
     run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
+    skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
+    e = cfg.ensemble
+    losses = np.asarray(run["final_loss"], float).reshape(len(keep), e)
+    mus = np.full((e, volume.n_freq, *volume.grid), np.nan + 0j)
+    u_fit = np.full(volume.u.shape, np.nan + 0j)
+    dropped = {}
+    for (m, u), k, loss in zip(maps, keep, losses, strict=True):
+        kept = kept_members(loss, cfg.ensemble_keep) if e > 1 else [0]
+        mus[kept, ..., k], u_fit[..., k] = m[kept], u[kept].mean(axis=0)
+        if len(kept) < e:
+            dropped[str(k)] = [cfg.seed + i for i in range(e) if i not in kept]
+    if e > 1:
+        run["ensemble_dropped_seeds"] = dropped
+    if dropped:
+        note = (
+            f"ensemble: on z-slices {sorted(map(int, dropped))} some seeds ended above "
+            f"ensemble_keep={cfg.ensemble_keep:g} times the slice's lowest final loss (a "
+            "poorer optimum) and are left out of that slice's map and spread "
+            "(ensemble_dropped_seeds: slice -> seeds)"
+        )
+        run["notes"] = [*run.get("notes", []), note]
+        warnings.warn(note, quality.FitQualityWarning, stacklevel=3)
     return make_result(volume, cfg, mus, u_fit, run, history, state)
 
 

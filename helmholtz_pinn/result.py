@@ -115,6 +115,23 @@ class Result:
         return figures.modulus_figure(self.mu, self.dataset)
 
 
+def member_stats(mus: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The mean of member maps ``mus`` (E, ...) and their spread (the Re and Im standard
+    deviations; None for E = 1), over the finite members of each voxel: a member left
+    out of a slice (NaN there) does not count; NaN where no member is finite."""
+    if len(mus) == 1:
+        return mus[0], None
+    finite = np.isfinite(mus)
+    count = finite.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(finite, mus, 0).sum(axis=0) / count
+        dev = np.where(finite, mus - mean, 0)
+        std = np.sqrt((dev.real**2).sum(axis=0) / count) + 1j * np.sqrt(
+            (dev.imag**2).sum(axis=0) / count
+        )
+    return mean, std
+
+
 def make_result(
     dataset: Dataset,
     config: Any,
@@ -140,9 +157,7 @@ def make_result(
     scored) are recorded in the facts. The fit-quality checks use the whole mask."""
     from helmholtz_pinn import clinical, metrics, quality
 
-    mus = np.asarray(mus)
-    mu = mus.mean(axis=0)
-    mu_std = mus.real.std(axis=0) + 1j * mus.imag.std(axis=0) if len(mus) > 1 else None
+    mu, mu_std = member_stats(np.asarray(mus))
     margin = getattr(config, "metric_margin", 0) if margin is None else margin
     axes = (0, 1) if facts.get("mode") == "slicewise" else None
     scored = metrics.interior_mask(dataset.mask, margin, axes)
@@ -275,4 +290,5 @@ def quality_checks(
         field_weight=facts.get("field_weight"),
         history=history,
         mu_std=mu_std,
+        members=config.ensemble,
     )

@@ -249,7 +249,7 @@ GRID = (8, 8)
 MASK = np.ones(GRID, dtype=bool)
 GOOD = dict(  # the inputs of a plausible fit of 3 kPa tissue
     ahi_estimate=2900.0,
-    final_data=0.011,
+    final_data=0.0105,
     final_pde=0.01,
     noise_fraction=[[0.1, 0.1]],
     history=[{"loss": 1.0, "last_loss": 0.5}, {"loss": 0.05, "last_loss": 0.02}],
@@ -301,6 +301,8 @@ def test_collapsed_modulus_fails_range_and_ahi_checks():
             dict(final_data=0.0005, noise_fraction=[[0.1, 0.02, None]], field_weight=[[1, 3, 1]]),
             0.0005 / 0.0028,
         ),
+        # the misfit exceeds the noise power (0.01) by 0.005: the data are not fitted
+        ("data_fit", np.full(GRID, 3e3), dict(final_data=0.015), 0.005),
         (
             "loss_decrease",
             np.full(GRID, 3e3),
@@ -328,6 +330,28 @@ def test_each_check_fails_on_its_failure(name, mu, inputs, value):
     assert not others or name == "modulus_range" and others in allowed
 
 
+def test_data_fit_takes_each_datasets_best_member_and_the_worst_of_those():
+    """final_data holds E = 2 seeds per dataset: a poor member beside a good one passes (the
+    ensemble leaves it out); a dataset whose both members miss the data fails; without a
+    noise estimate the whole misfit counts. The limit separates the measured fits: the
+    small elastic fixture's good seeds (<= 1.4e-3) from its poor ones (>= 2.4e-3) and the
+    full-size poor seed (4.4e-3) from good full-size fits (<= 2.6e-4 beyond the noise)."""
+
+    def check(final_data, members, **kw):
+        inputs = {**GOOD, "final_data": final_data, **kw}
+        return by_name(fit_quality(np.full(GRID, 3e3), MASK, 3000.0, members=members, **inputs))[
+            "data_fit"
+        ]
+
+    assert check([0.0105, 0.03], 2)["passed"]
+    bad = check([0.0105, 0.03, 0.02, 0.025], 2)
+    assert not bad["passed"] and bad["value"] == pytest.approx(0.01)
+    assert not check([0.0105, 0.03], 1)["passed"]  # two datasets of one seed each
+    assert check(0.00138, 1, noise_fraction=None)["passed"]
+    assert not check(0.00244, 1, noise_fraction=None)["passed"]
+    assert not check(0.00435, 1, noise_fraction=[[0.0006, 0.0006]])["passed"]
+
+
 def test_range_check_passes_below_half_the_mask():
     mu = np.where(np.arange(64).reshape(GRID) < 32, 19.0, 3e3)  # exactly half at 19 Pa
     assert by_name(fit_quality(mu, MASK, 3000.0, checks=("modulus_range",)))["modulus_range"][
@@ -350,7 +374,7 @@ def test_result_of_a_collapsed_fit_warns_and_records_the_checks(tmp_path):
     """make_result on a constructed failure (G' = 19 Pa on 3 kPa data): FitQualityWarning
     per failed check, and metrics.json holds fit_quality."""
     data = plane_wave_dataset()
-    facts = dict(mu_ref_pa=3000.0, final_data=0.01, final_pde=0.02, final_loss=0.01)
+    facts = dict(mu_ref_pa=3000.0, final_data=0.001, final_pde=0.02, final_loss=0.01)
     history = [
         dict(step=s, time_s=0.1 * s, lr=1e-3, loss=v, data=v, pde=v, retries=0)
         | dict(last_loss=v / 2, last_data=v / 2, last_pde=v / 2)

@@ -190,6 +190,25 @@ def test_an_ensemble_keeping_one_member_gives_that_seeds_own_fit():
     np.testing.assert_allclose(res.u_fit, alone.u_fit, rtol=2e-3, atol=1e-3)
 
 
+def test_a_slicewise_ensemble_keeps_each_slices_lowest_loss_member():
+    """Slicewise with ensemble_keep=1: each z-slice's map and u_fit are its lowest-loss
+    seed's, equal to the slicewise fit of that seed alone; the other seed is named per
+    slice (slice -> seeds) and warned about; one member per slice leaves no spread."""
+    volume = plane_wave_slices(n=8)  # three slices
+    cfg = Config(**SMALL, ensemble=2, ensemble_keep=1.0)
+    with pytest.warns(UserWarning, match="poorer optimum"):
+        res = inversion.invert(volume, cfg, slicewise=True, progress=False)
+    best = np.reshape(res.metrics["final_loss"], (3, 2)).argmin(axis=1)  # slice-major rows
+    dropped = {str(k): [1 - int(b)] for k, b in enumerate(best)}
+    assert res.metrics["ensemble_dropped_seeds"] == dropped
+    for seed in set(best.tolist()):
+        alone = inversion.invert(volume, Config(**SMALL, seed=seed), slicewise=True, progress=False)
+        for k in np.flatnonzero(best == seed):
+            np.testing.assert_allclose(res.mu[..., k], alone.mu[..., k], rtol=2e-3)
+            np.testing.assert_allclose(res.u_fit[..., k], alone.u_fit[..., k], rtol=2e-3, atol=1e-3)
+    assert np.all(res.mu_std == 0)
+
+
 def test_the_through_plane_fourier_ratio_scales_only_the_third_axis_of_3d_networks():
     """sigma_ratio_z: in 3-D the z rows of both Fourier matrices are ratio_z times the
     isotropic ones and the in-plane rows are unchanged; a 2-D state ignores it; the
