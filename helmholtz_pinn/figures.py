@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from helmholtz_pinn.maps import (
+    _extent,
     _figure,
+    _note,
+    _panel,
+    _section,
     _style,
     comparison_figure,
     modulus_figure,
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "comparison_figure",
     "loss_figure",
+    "misfit_figure",
     "modulus_figure",
     "save_all",
     "uncertainty_figure",
@@ -112,10 +117,43 @@ def loss_figure(history: Sequence[dict], *, fig: Figure | None = None) -> Figure
     return fig
 
 
+def misfit_figure(
+    misfit: np.ndarray,
+    frequency: Sequence[float],
+    *,
+    spacing: Sequence[float] | None = None,
+    noise: Sequence[float] | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Where the fitted wave field leaves the data: one map per frequency of
+    :func:`helmholtz_pinn.metrics.wave_misfit` (``(F, *grid)``, a fraction, NaN outside the
+    mask) in % of the field's RMS, on one colour scale. ``noise``: the estimated noise
+    fraction per frequency, shown in the titles: a misfit at that level is noise, one
+    well above it is field the networks did not follow (the modulus there is less sure)."""
+    misfit = 100 * np.asarray(misfit, dtype=float)
+    n_f = misfit.shape[0]
+    where = _extent(misfit.shape[1:], spacing)
+    finite = misfit[np.isfinite(misfit)]
+    top = float(np.percentile(finite, 99)) if finite.size else 1.0
+    with _style():
+        fig = _figure(fig, 1, n_f)
+        axes = fig.subplots(1, n_f, squeeze=False)[0]
+        for f in range(n_f):
+            values = misfit[f][np.isfinite(misfit[f])]
+            title = f"|u_fit - u| at {float(frequency[f]):g} Hz"
+            title += f"\nmedian {np.median(values):.3g} %" if values.size else ""
+            title += "" if noise is None else f", noise {100 * float(noise[f]):.3g} %"
+            img = _section(misfit[f], None)
+            _panel(axes[f], img, title, "magma", "% of the field's RMS", where, 0, top or 1.0)
+        _note(fig, misfit.shape[1:])
+    return fig
+
+
 def save_all(result, dataset: Dataset, out: str | Path) -> list[Path]:
     """Write ``wave.png``, ``modulus.png``, ``loss.png`` (when the result has a training
-    history) and ``uncertainty.png`` (when it has an ensemble spread ``mu_std``) into
-    ``out``; returns the paths. Uses no pyplot state (headless-safe)."""
+    history), ``misfit.png`` (a PINN result's :func:`misfit_figure`) and
+    ``uncertainty.png`` (when it has an ensemble spread ``mu_std``) into ``out``; returns
+    the paths. Uses no pyplot state (headless-safe)."""
     from matplotlib.figure import Figure
 
     out = Path(out)
@@ -127,6 +165,17 @@ def save_all(result, dataset: Dataset, out: str | Path) -> list[Path]:
     }
     if result.history:
         figs["loss.png"] = loss_figure(result.history, fig=Figure())
+    if "wave_misfit" in getattr(result, "metrics", {}):
+        from helmholtz_pinn.metrics import wave_misfit
+
+        misfit = wave_misfit(result.u_fit, dataset.u, dataset.mask)
+        figs["misfit.png"] = misfit_figure(
+            misfit,
+            dataset.frequency,
+            spacing=dataset.spacing,
+            noise=result.metrics["wave_misfit"].get("noise"),
+            fig=Figure(),
+        )
     if getattr(result, "mu_std", None) is not None:
         figs["uncertainty.png"] = uncertainty_figure(
             result.mu, result.mu_std, dataset, fig=Figure()

@@ -90,6 +90,10 @@ class Result:
         from helmholtz_pinn import clinical, figures, outputs
 
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
+        if "wave_misfit" in self.metrics and self.dataset is not None:
+            from helmholtz_pinn.metrics import wave_misfit
+
+            extra["misfit"] = wave_misfit(self.u_fit, self.dataset.u, self.dataset.mask)
         arrays = dict(mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa")
         outputs.write_npz(out / "mu.npz", **arrays, **extra)
         outputs.write_json(out / "metrics.json", self.metrics)
@@ -132,6 +136,28 @@ def member_stats(mus: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     return mean, std
 
 
+def misfit_summary(u_fit: np.ndarray, dataset: Dataset, scored: np.ndarray) -> dict:
+    """The ``wave_misfit`` entry of metrics.json, per frequency: median and 95th
+    percentile over the scored voxels of :func:`helmholtz_pinn.metrics.wave_misfit`, and
+    ``noise``, what unfitted noise alone would give (sqrt(sum_c n_c^2 / sum_c s_c^2) with
+    n_c the estimated noise RMS, :func:`helmholtz_pinn.stencils.noise_rms`, and s_c the
+    RMS of component c)."""
+    from helmholtz_pinn import metrics, stencils
+
+    m = metrics.wave_misfit(u_fit, dataset.u, dataset.mask)[:, scored]
+    zero_filled, valid = stencils.usable(dataset.u, dataset.mask, dataset.grid)
+    noise = np.nan_to_num(stencils.noise_rms(zero_filled, valid), nan=0.0)
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., dataset.mask.ravel()]
+    power = np.sum(np.mean(np.abs(u) ** 2, axis=-1), axis=1)
+    out = {"median": [], "p95": [], "noise": []}
+    for row, n2, p in zip(m, np.sum(noise**2, axis=1), power, strict=True):
+        row = row[np.isfinite(row)]
+        out["median"].append(round(float(np.median(row)), 5) if row.size else None)
+        out["p95"].append(round(float(np.percentile(row, 95)), 5) if row.size else None)
+        out["noise"].append(round(float(np.sqrt(n2 / p)), 5) if p > 0 else None)
+    return {**out, "unit": "fraction of the field's RMS amplitude"}
+
+
 def make_result(
     dataset: Dataset,
     config: Any,
@@ -156,6 +182,7 @@ def make_result(
     whose slices have no z edge); ``metric_margin`` and ``metric_voxels`` (the voxels
     scored) are recorded in the facts. The fit-quality checks use the whole mask."""
     from helmholtz_pinn import clinical, metrics, quality
+    from helmholtz_pinn.config import Config
 
     mu, mu_std = member_stats(np.asarray(mus))
     margin = getattr(config, "metric_margin", 0) if margin is None else margin
@@ -171,6 +198,8 @@ def make_result(
         dataset.regions,
         getattr(config, "mu_model", None),
     )
+    if isinstance(config, Config):  # a PINN's fitted field (a baseline's u_fit is the data)
+        facts["wave_misfit"] = misfit_summary(u_fit, dataset, scored)
     facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history, mu_std)
     for check in facts["fit_quality"]:
         if not check["passed"]:

@@ -88,11 +88,13 @@ def test_simulate_invert_baseline_write_documented_files(phantom, tmp_path):
     for key in ("wall_time_s", "final_loss", "median_rel_error_storage", "pearson_r_storage"):
         assert key in metrics
     assert "1" in metrics["regions"]
-    for fig in ("wave.png", "modulus.png", "loss.png"):
+    for fig in ("wave.png", "modulus.png", "loss.png", "misfit.png"):
         assert (out / fig).stat().st_size > 1000
     assert (out / "history.csv").read_text().startswith("step,")
+    assert mu["misfit"].shape == (2, 64, 64) and len(metrics["wave_misfit"]["median"]) == 2
     base = tmp_path / "ahi"
     cli("baseline", phantom, "--method", "ahi", "--smoothing", "gaussian", "--out", base)
+    assert "misfit" not in np.load(base / "mu.npz") and not (base / "misfit.png").exists()
     ahi = np.load(base / "mu.npz")["mu"]
     assert ahi.shape[-2:] == (64, 64)
     assert json.loads((base / "metrics.json").read_text())["median_rel_error_storage"] < 0.1

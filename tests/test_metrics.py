@@ -11,6 +11,7 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.inversion import invert
 from helmholtz_pinn.metrics import (
     contrast_transfer,
@@ -19,6 +20,7 @@ from helmholtz_pinn.metrics import (
     pearson_r,
     region_medians,
     relative_error_map,
+    wave_misfit,
 )
 from helmholtz_pinn.quality import QUALITY_CHECKS, FitQualityWarning, fit_quality
 from helmholtz_pinn.result import make_result
@@ -241,6 +243,34 @@ def test_make_result_margin_is_in_plane_for_a_slicewise_fit():
         result = make_result(data, {"method": "ahi"}, truth, data.u, facts, margin=1)
         assert result.metrics["metric_voxels"] == voxels
         assert result.metrics["metric_margin"] == 1
+
+
+# --- wave misfit ------------------------------------------------------------------------
+
+
+def test_wave_misfit_is_zero_for_the_data_the_offset_over_the_rms_and_noise_at_its_level():
+    """|u_fit - u| over the components, per voxel, in units of the field's RMS amplitude:
+    0 for u itself; a constant offset a in one component gives |a| / RMS; unfitted noise of
+    RMS n x each component's RMS gives an RMS misfit of n; NaN outside the mask."""
+    rng = np.random.default_rng(0)
+    grid = (20, 30)
+    u = rng.normal(size=(2, 3, *grid)) + 1j * rng.normal(size=(2, 3, *grid))
+    mask = np.ones(grid, bool)
+    mask[:2] = False
+    assert np.all(wave_misfit(u, u, mask)[:, mask] == 0)
+    rms = np.sqrt(np.mean(np.sum(np.abs(u) ** 2, axis=1)[:, mask], axis=1))
+    shifted = u.copy()
+    shifted[:, 1] += 0.3
+    expected = np.broadcast_to((0.3 / rms)[:, None], (2, int(mask.sum())))
+    np.testing.assert_allclose(wave_misfit(shifted, u, mask)[:, mask], expected)
+    comp_rms = np.sqrt(np.mean(np.abs(u[..., mask]) ** 2, axis=-1))  # (F, C)
+    noise = rng.normal(size=u.shape) + 1j * rng.normal(size=u.shape)
+    noisy = u + 0.1 * comp_rms[..., None, None] * noise / np.sqrt(2)
+    m = wave_misfit(u, noisy, mask)
+    np.testing.assert_allclose(np.sqrt(np.mean(m[:, mask] ** 2, axis=1)), 0.1, rtol=0.05)
+    assert np.isnan(m[:, ~mask]).all()
+    with pytest.raises(InputError, match="must both be"):
+        wave_misfit(u[:, :2], u, mask)
 
 
 # --- fit quality ---------------------------------------------------------------------
