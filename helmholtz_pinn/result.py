@@ -139,18 +139,16 @@ def member_stats(mus: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
 def misfit_summary(u_fit: np.ndarray, dataset: Dataset, scored: np.ndarray) -> dict:
     """The ``wave_misfit`` entry of metrics.json, per frequency: median and 95th
     percentile over the scored voxels of :func:`helmholtz_pinn.metrics.wave_misfit`, and
-    ``noise``, what unfitted noise alone would give (sqrt(sum_c n_c^2 / sum_c s_c^2) with
-    n_c the estimated noise RMS, :func:`helmholtz_pinn.stencils.noise_rms`, and s_c the
-    RMS of component c)."""
-    from helmholtz_pinn import metrics, stencils
+    ``noise``, what unfitted noise alone would give: sqrt(sum_c n_c^2 / sum_c s_c^2) with
+    n_c and s_c the noise and field RMS of component c (:func:`problem.field_noise`,
+    :func:`problem.field_rms`)."""
+    from helmholtz_pinn import metrics, problem
 
     m = metrics.wave_misfit(u_fit, dataset.u, dataset.mask)[:, scored]
-    zero_filled, valid = stencils.usable(dataset.u, dataset.mask, dataset.grid)
-    noise = np.nan_to_num(stencils.noise_rms(zero_filled, valid), nan=0.0)
-    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., dataset.mask.ravel()]
-    power = np.sum(np.mean(np.abs(u) ** 2, axis=-1), axis=1)
+    noise2 = np.sum(problem.field_noise(dataset) ** 2, axis=1)
+    power = np.sum(problem.field_rms(dataset) ** 2, axis=1)
     out = {"median": [], "p95": [], "noise": []}
-    for row, n2, p in zip(m, np.sum(noise**2, axis=1), power, strict=True):
+    for row, n2, p in zip(m, noise2, power, strict=True):
         row = row[np.isfinite(row)]
         out["median"].append(round(float(np.median(row)), 5) if row.size else None)
         out["p95"].append(round(float(np.percentile(row, 95)), 5) if row.size else None)
