@@ -202,7 +202,7 @@ def _fit_check(final_data, noise_fraction, field_weight, members: int):
     best = np.min(values.reshape(-1, members if values.size % members == 0 else 1), axis=1)
     excess, limit = float(np.max(best)) - floor, QUALITY_LIMITS["fit"]
     measured = (
-        f"data misfit {float(np.max(best)):.3g} exceeds the noise power {floor:.3g} by "
+        f"data misfit {float(np.max(best)):.3g} minus the noise power {floor:.3g} is "
         f"{excess:.3g} (an RMS of {np.sqrt(max(excess, 0.0)):.1%} of the field)"
     )
     advice = (
