@@ -62,6 +62,7 @@ RESULT_FILES = (
     "wave.png",
     "modulus.png",
     "loss.png",
+    "misfit.png",
     "uncertainty.png",
     "failure.json",
 )

@@ -76,7 +76,8 @@ helmholtz-pinn simulate --physics elastic --layout two-ellipse --output slice \\
     "invert": """\
 Fits the PINN to a dataset and writes into `--out`: `mu.npz` (key `mu`: complex modulus
 in Pa, shape `(F, *grid)`), `metrics.json`, `history.csv`, `config.json`, the figures
-`wave.png`, `modulus.png`, `loss.png` (and `uncertainty.png` for `--ensemble` > 1) and
+`wave.png`, `modulus.png`, `loss.png`, `misfit.png` (where the fitted wave field leaves
+the data; and `uncertainty.png` for `--ensemble` > 1) and
 `checkpoints/`. `history.csv` holds one row per block of `--sync-interval` steps
 (`step`, `time_s`, `lr`, block-mean `loss`, `data`, `pde`, last-step `last_loss`,
 `last_data`, `last_pde`, `retries`); an ensemble or a slicewise fit adds a `member`
