@@ -103,24 +103,11 @@ def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
     return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
 
 
-def field_rms(dataset: Dataset) -> np.ndarray:
-    """(F, C) RMS of each field of ``dataset`` over its mask (the data's unit)."""
-    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., dataset.mask.ravel()]
-    return np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
-
-
-def field_noise(dataset: Dataset) -> np.ndarray:
-    """(F, C) estimated noise RMS of each field (:func:`helmholtz_pinn.stencils.noise_rms`,
-    0 where no 7-voxel stencil fits)."""
-    zero_filled, valid = stencils.usable(dataset.u, dataset.mask, dataset.grid)
-    return np.nan_to_num(stencils.noise_rms(zero_filled, valid), nan=0.0)
-
-
 def best_noise(dataset: Dataset) -> float:
-    """The smallest noise fraction (:func:`field_noise` / :func:`field_rms`) over the
-    dataset's non-zero fields: how noisy its best-measured field is."""
-    rms = field_rms(dataset)
-    ratio = field_noise(dataset)[rms > 0] / rms[rms > 0]
+    """The smallest noise fraction (:func:`stencils.field_noise` / :func:`stencils.field_rms`)
+    over the dataset's non-zero fields: how noisy its best-measured field is."""
+    rms = stencils.field_rms(dataset)
+    ratio = stencils.field_noise(dataset)[rms > 0] / rms[rms > 0]
     return float(ratio.min()) if ratio.size else 0.0
 
 
@@ -161,7 +148,7 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
     scales = physics.make_scales(dataset.frequency, length, cfg.mu_ref, dataset.rho)
     mask = dataset.mask.ravel()
     u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., mask]
-    u_scale = field_rms(dataset)
+    u_scale = stencils.field_rms(dataset)
     noise, weight = field_weights(dataset, u_scale, cfg)
     unit = np.where(u_scale > 0, u_scale, 1.0)  # an all-zero field stays zero, weight 0
     x_grid = grid_coordinates(dataset, length)
@@ -222,7 +209,7 @@ def field_weights(dataset: Dataset, rms: np.ndarray, cfg: Config) -> tuple[np.nd
     """(noise fraction, loss weight), both (F, C), of each field of ``dataset``.
 
     The noise fraction n_fc = sigma_fc / rms_fc: the estimated noise RMS
-    (:func:`field_noise`) over the field's RMS in the mask. With ``weighting="noise"`` the
+    (:func:`stencils.field_noise`) over the field's RMS in the mask. With ``weighting="noise"`` the
     weight is 1 / n_eff^2, n_eff = max(sigma_fc, noise_floor * max_c rms_fc) / rms_fc,
     divided by its largest value: the inverse noise variance of the field in its own unit
     (maximum likelihood), so equally noisy but weaker components count less, and a field
@@ -235,7 +222,7 @@ def field_weights(dataset: Dataset, rms: np.ndarray, cfg: Config) -> tuple[np.nd
             f"u is zero in the mask for every component at {dataset.frequency[dead].tolist()} "
             "Hz; remove those frequencies"
         )
-    sigma = field_noise(dataset)
+    sigma = stencils.field_noise(dataset)
     with np.errstate(divide="ignore", invalid="ignore"):
         noise = np.where(rms > 0, sigma / rms, np.inf)
         if cfg.weighting == "uniform":

@@ -140,13 +140,13 @@ def misfit_summary(u_fit: np.ndarray, dataset: Dataset, scored: np.ndarray) -> d
     """The ``wave_misfit`` entry of metrics.json, per frequency: median and 95th
     percentile over the scored voxels of :func:`helmholtz_pinn.metrics.wave_misfit`, and
     ``noise``, what unfitted noise alone would give: sqrt(sum_c n_c^2 / sum_c s_c^2) with
-    n_c and s_c the noise and field RMS of component c (:func:`problem.field_noise`,
-    :func:`problem.field_rms`)."""
-    from helmholtz_pinn import metrics, problem
+    n_c and s_c the noise and field RMS of component c (:func:`stencils.field_noise`,
+    :func:`stencils.field_rms`)."""
+    from helmholtz_pinn import metrics, stencils
 
     m = metrics.wave_misfit(u_fit, dataset.u, dataset.mask)[:, scored]
-    noise2 = np.sum(problem.field_noise(dataset) ** 2, axis=1)
-    power = np.sum(problem.field_rms(dataset) ** 2, axis=1)
+    noise2 = np.sum(stencils.field_noise(dataset) ** 2, axis=1)
+    power = np.sum(stencils.field_rms(dataset) ** 2, axis=1)
     out = {"median": [], "p95": [], "noise": []}
     for row, n2, p in zip(m, noise2, power, strict=True):
         row = row[np.isfinite(row)]

@@ -10,9 +10,14 @@ m (per m^2 for second derivatives).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from helmholtz_pinn.errors import InputError
+
+if TYPE_CHECKING:
+    from helmholtz_pinn.data import Dataset
 
 # Stencils (offsets, weights) per derivative order, in order of preference: central;
 # one-sided of second order; of first order (used forwards and mirrored backwards).
@@ -162,3 +167,16 @@ def noise_rms(u: np.ndarray, valid: np.ndarray) -> np.ndarray:
         parts = np.concatenate([d6.real[..., ok], d6.imag[..., ok]], axis=-1)
         best = np.minimum(best, MAD_TO_SIGMA * np.median(np.abs(parts), axis=-1) / gain)
     return np.where(np.isfinite(best), np.sqrt(2.0) * best, np.nan)
+
+
+def field_rms(dataset: Dataset) -> np.ndarray:
+    """(F, C) RMS of each field of ``dataset`` over its mask (the data's unit)."""
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., dataset.mask.ravel()]
+    return np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
+
+
+def field_noise(dataset: Dataset) -> np.ndarray:
+    """(F, C) estimated noise RMS of each field (:func:`noise_rms`,
+    0 where no 7-voxel stencil fits)."""
+    zero_filled, valid = usable(dataset.u, dataset.mask, dataset.grid)
+    return np.nan_to_num(noise_rms(zero_filled, valid), nan=0.0)
