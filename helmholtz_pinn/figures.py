@@ -149,11 +149,14 @@ def misfit_figure(
     return fig
 
 
-def save_all(result, dataset: Dataset, out: str | Path) -> list[Path]:
+def save_all(
+    result, dataset: Dataset, out: str | Path, *, misfit: np.ndarray | None = None
+) -> list[Path]:
     """Write ``wave.png``, ``modulus.png``, ``loss.png`` (when the result has a training
     history), ``misfit.png`` (a PINN result's :func:`misfit_figure`) and
     ``uncertainty.png`` (when it has an ensemble spread ``mu_std``) into ``out``; returns
-    the paths. Uses no pyplot state (headless-safe)."""
+    the paths. Uses no pyplot state (headless-safe). ``misfit``: the result's
+    :func:`helmholtz_pinn.metrics.wave_misfit` when the caller has it already."""
     from matplotlib.figure import Figure
 
     out = Path(out)
@@ -168,7 +171,8 @@ def save_all(result, dataset: Dataset, out: str | Path) -> list[Path]:
     if "wave_misfit" in getattr(result, "metrics", {}):
         from helmholtz_pinn.metrics import wave_misfit
 
-        misfit = wave_misfit(result.u_fit, dataset.u, dataset.mask)
+        if misfit is None:
+            misfit = wave_misfit(result.u_fit, dataset.u, dataset.mask)
         figs["misfit.png"] = misfit_figure(
             misfit,
             dataset.frequency,

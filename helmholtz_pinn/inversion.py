@@ -158,9 +158,14 @@ def _kept_members(run: dict, cfg: Config) -> list[int]:
             f"final loss (ensemble_keep={cfg.ensemble_keep:g}): a poorer optimum, left out "
             f"of the mean map and its spread ({len(kept)} of {losses.size} members kept)"
         )
-        run["notes"] = [*run.get("notes", []), note]
-        warnings.warn(note, quality.FitQualityWarning, stacklevel=3)
+        _note_and_warn(run, note)
     return kept
+
+
+def _note_and_warn(run: dict, note: str) -> None:
+    """Add ``note`` to the run facts' notes and warn it (FitQualityWarning)."""
+    run["notes"] = [*run.get("notes", []), note]
+    warnings.warn(note, quality.FitQualityWarning, stacklevel=4)
 
 
 def _warn_short(result: Result) -> Result:
@@ -232,8 +237,7 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
             "poorer optimum) and are left out of that slice's map and spread "
             "(ensemble_dropped_seeds: slice -> seeds)"
         )
-        run["notes"] = [*run.get("notes", []), note]
-        warnings.warn(note, quality.FitQualityWarning, stacklevel=3)
+        _note_and_warn(run, note)
     return make_result(volume, cfg, mus, u_fit, run, history, state)
 
 

@@ -103,7 +103,7 @@ class Result:
             settings = dataclasses.asdict(settings)
         (out / "config.json").write_text(json.dumps(settings, indent=2))
         if self.dataset is not None:
-            figures.save_all(self, self.dataset, out)
+            figures.save_all(self, self.dataset, out, misfit=extra.get("misfit"))
         if nifti:
             data = self.dataset
             model = getattr(self.config, "mu_model", None)
