@@ -5,7 +5,10 @@ q_k = |x_inplane - centre_k|^2 - R_k^2 (about |r - R_k| near the edge, a kink re
 over ``delta`` voxels), with its exact gradient and second derivatives in the jet. Centres
 and radii come from the true region labels (an oracle). The mu-network is unchanged.
 
-argv: spec delta_voxels [overrides_json]  (delta 0: no oracle, the paired default fit)"""
+argv: spec delta_voxels [overrides_json [net]]  (delta 0: no oracle, the paired default fit)
+net "u" (default) or "mu": with "mu" the mu-network gets step channels instead,
+s_k = tanh(q_k / e_k) (about sign(r - R_k), a step over ``delta`` voxels), and the
+u-network is unchanged: can a modulus that is free to be sharp at the true edges be?"""
 
 import json
 import sys
@@ -24,6 +27,7 @@ from repro import load, short
 
 warnings.simplefilter("ignore")
 TARGETS = []  # (cx, cy, R, eps) nondimensional
+KIND = ["kink"]  # "kink" (u-network) or "step" (mu-network)
 
 
 def targets(d, delta):
@@ -46,13 +50,20 @@ def oracle_jet(x, order):
     for cx, cy, r, e in TARGETS:
         dx, dy = x[:, 0] - cx, x[:, 1] - cy
         q = dx**2 + dy**2 - r**2
-        f = jnp.sqrt(q**2 + e**2)
-        f1, f2 = q / f, e**2 / f**3
+        if KIND[0] == "kink":
+            f = jnp.sqrt(q**2 + e**2)
+            f1, f2 = q / f, e**2 / f**3
+            norm = 2 * r
+        else:
+            f = jnp.tanh(q / e)
+            f1 = (1 - f**2) / e
+            f2 = -2 * f * f1 / e
+            norm = 1.0
         qg = [2 * dx, 2 * dy] + [jnp.zeros_like(dx)] * (d - 2)
         qh = lambda i, j: (2.0 if i == j and i < 2 else 0.0)  # noqa: E731
-        vals.append(f / (2 * r))
-        grads.append(jnp.stack([f1 * qg[i] for i in range(d)]) / (2 * r))
-        h = lambda i, j: (f2 * qg[i] * qg[j] + f1 * qh(i, j)) / (2 * r)  # noqa: E731
+        vals.append(f / norm)
+        grads.append(jnp.stack([f1 * qg[i] for i in range(d)]) / norm)
+        h = lambda i, j: (f2 * qg[i] * qg[j] + f1 * qh(i, j)) / norm  # noqa: E731
         laps.append(sum(h(i, i) for i in range(d)))
         hess.append(jnp.stack([h(i, j) for i, j in pairs(d)]))
     rows = [jnp.stack(vals, -1)[None]]
@@ -101,13 +112,16 @@ def apply_jet(params, consts, x, activation, order):
     return model.affine_jet(stack, params["out_kernel"], params["out_bias"])
 
 
-def patch():
+def patch(net):
     model.apply_jet = train.apply_jet = apply_jet
     original = train.Spec.networks
 
+    def oracle(n):
+        return OracleMLP(n.n_in, n.n_out, n.width, n.depth, n.n_features, n.sigma, n.activation)
+
     def networks(self, sigma_u, sigma_mu):
         u, mu = original(self, sigma_u, sigma_mu)
-        return OracleMLP(u.n_in, u.n_out, u.width, u.depth, u.n_features, u.sigma, u.activation), mu
+        return (oracle(u), mu) if net == "u" else (u, oracle(mu))
 
     train.Spec.networks = networks
 
@@ -115,13 +129,15 @@ def patch():
 def main():
     spec, delta = sys.argv[1], float(sys.argv[2])
     over = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+    net = sys.argv[4] if len(sys.argv) > 4 else "u"
+    KIND[0] = "kink" if net == "u" else "step"
     d = load(spec)
     if delta > 0:
         TARGETS.extend(targets(d, delta))
-        patch()
+        patch(net)
     t = time.time()
     r = hp.invert(d, progress=False, **over)
-    row = {"spec": spec, "delta": delta, "over": over, "t": round(time.time() - t, 1)}
+    row = {"spec": spec, "delta": delta, "net": net, "over": over, "t": round(time.time() - t, 1)}
     row["all"] = short(metrics.evaluate(np.asarray(r.mu), d))
     row.update({k: r.metrics.get(k) for k in ("final_loss", "final_data", "final_pde")})
     print(json.dumps(row, default=float), flush=True)
