@@ -45,11 +45,11 @@ class Config:
         fraction of the in-plane scale, for both networks (1 is isotropic; tuned on slabs
         10 voxels thick, where through-plane detail is poorly sampled).
       activation: hidden activation, "tanh" or "sin".
-      pde: the residual form, a module of :mod:`helmholtz_pinn.forms`: "helmholtz"
+      pde: the residual form, a module of :mod:`helmholtz_pinn.pinn.forms`: "helmholtz"
         (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
         "curl" (hetero on q = curl u, three components), "navier" (the elastic
         Navier-Cauchy equation with a free pressure, vector data), or "auto" (navier
-        for three-component data, hetero otherwise; :func:`helmholtz_pinn.forms.resolve`);
+        for three-component data, hetero otherwise; :func:`helmholtz_pinn.pinn.forms.resolve`);
         checked when a fit is prepared.
       mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies),
         "springpot" (power law mu = kappa (i omega)^alpha: |mu| grows as omega^alpha and
@@ -64,7 +64,7 @@ class Config:
         docs/accuracy.md).
       weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
         both loss terms, n its noise RMS over its RMS, estimated from the data by
-        :func:`helmholtz_pinn.stencils.noise_rms` and at least ``noise_floor`` times the
+        :func:`helmholtz_pinn.assess.stencils.noise_rms` and at least ``noise_floor`` times the
         RMS of the frequency's strongest component; a field that is mostly noise, or
         numerically zero, then cannot pull the modulus) or "uniform" (every field
         weighs 1).
@@ -100,7 +100,7 @@ class Config:
         at once; a larger batch runs in chunks of whole datasets, one after the other,
         each checkpointed in its own folder (``checkpoints/chunk-<i>``); None derives it
         from the free device memory (host memory on the CPU) and
-        helmholtz_pinn.memory.member_bytes (a per-member estimate).
+        helmholtz_pinn.fit.memory.member_bytes (a per-member estimate).
       ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
         vmapped program; the result is their mean modulus and its standard deviation.
       ensemble_keep: an ensemble member whose final loss is above ``ensemble_keep`` times

@@ -22,7 +22,7 @@ such a captured stdout log.
 Elastic FEM phantoms (``--elastic DIR``: the files and manifest.json written by
 ``scripts/elastic_phantoms.py``; the code is in ``scripts/accuracy_elastic.py``): files x
 methods, the methods ``pinn-<form>`` for each ``--pde`` form (default: every form of
-``helmholtz_pinn.forms.names()`` when ``--methods`` is not given, else none),
+``helmholtz_pinn.pinn.forms.names()`` when ``--methods`` is not given, else none),
 ``pinn-auto`` (the library's default configuration), ``ahi``, ``ahi-gaussian`` and
 ``curl-mdev``. Files are chosen with ``--set``, ``--output``,
 ``--case``, ``--noise`` and ``--noise-seeds`` (files listed but absent are skipped), cut
@@ -75,8 +75,13 @@ if str(ROOT / "scripts") not in sys.path:  # the elastic part, also when loaded 
 import accuracy_elastic as elastic  # noqa: E402
 from accuracy_elastic import _emit, _num, _pct, _seconds, noise_label  # noqa: E402, F401
 
-from helmholtz_pinn import baselines, errors, forms, inversion, metrics, outputs, phantoms  # noqa: E402
+from helmholtz_pinn import errors  # noqa: E402
+from helmholtz_pinn.assess import baselines, metrics
 from helmholtz_pinn.config import Config  # noqa: E402
+from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.forward import phantoms
+from helmholtz_pinn.pinn import forms
+from helmholtz_pinn.report import files
 
 METHODS = ("pinn-helmholtz", "pinn-hetero", "ahi", "ahi-gaussian")
 PINN_METHODS = {"pinn-helmholtz": "helmholtz", "pinn-hetero": "hetero"}
@@ -254,8 +259,8 @@ def run_study(args, command: str) -> dict:
     """Run every cell; print, save and report as the cells complete. Returns the study."""
     import jax
 
-    out = outputs.prepare_dir(args.out)
-    outputs.prepare_dir(out / "figures")
+    out = files.prepare_dir(args.out)
+    files.prepare_dir(out / "figures")
     cfg, overrides = pinn_config(args)
     phantom_overrides = dict(QUICK_PHANTOM) if args.quick else {}
     study = {
@@ -297,12 +302,12 @@ def run_study(args, command: str) -> dict:
                 _emit(row)
                 if mu is not None and noise_db in _figure_noise(args.noise):
                     maps[(noise_db, method)] = np.asarray(mu).reshape(-1, *dataset.grid)[0].real
-                outputs.write_json(out / "accuracy.json", study)
+                files.write_json(out / "accuracy.json", study)
         figure(name, truth, maps, study, out / "figures" / f"accuracy_{name}.png")
         write_report(study, out / "accuracy.md")
     study["meta"]["complete"] = True
     _emit({"complete": {"cells": len(study["results"])}})
-    outputs.write_json(out / "accuracy.json", study)
+    files.write_json(out / "accuracy.json", study)
     write_report(study, out / "accuracy.md")
     return study
 
@@ -858,10 +863,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.report_only is not None:
         study = merge_studies([load_study(p) for p in args.report_only])
-        out = outputs.prepare_dir(args.out or args.report_only[0].parent)
+        out = files.prepare_dir(args.out or args.report_only[0].parent)
         stem = "accuracy" if study.get("results") else "accuracy_elastic"
         if [p.resolve() for p in args.report_only] != [(out / f"{stem}.json").resolve()]:
-            outputs.write_json(out / f"{stem}.json", study)
+            files.write_json(out / f"{stem}.json", study)
         path = write_report(study, out / f"{stem}.md", regenerated_by=command)
         # elastic figures again, from the maps the runs saved beside their results
         runs = study.get("meta", {}).get("runs", [study.get("meta", {})])
@@ -899,7 +904,7 @@ def main(argv: list[str] | None = None) -> int:
         args.phantoms = args.phantoms or list(DEFAULT_PHANTOMS)
         args.noise = args.noise or list(QUICK_NOISE if args.quick else DEFAULT_NOISE)
     if not args.no_compile_cache:
-        from helmholtz_pinn.compile_cache import enable_compilation_cache
+        from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
 
         enable_compilation_cache(args.compile_cache, min_compile_time_s=0.5)
     t0 = time.perf_counter()

@@ -4,11 +4,11 @@ formatting and JSON-line helpers that both parts of the report share.
 
 Files: ``DIR/manifest.json`` lists entries (file, case, set "tuning"/"held-out", output
 "volume"/"slice", noise_db, seed, settings, frequency_hz); each file is a canonical
-dataset (``helmholtz_pinn.data.load``), u of shape (F, 3, *grid), with the true mu and
+dataset (``helmholtz_pinn.io.dataset.load``), u of shape (F, 3, *grid), with the true mu and
 the regions. Methods:
 
 - ``pinn-<name>``: the PINN with ``pde=<name>``, for every form of
-  ``helmholtz_pinn.forms.names()`` asked for with ``--pde``;
+  ``helmholtz_pinn.pinn.forms.names()`` asked for with ``--pde``;
 - ``pinn-auto``: the PINN with the library's default configuration (its ``pde``);
 - ``ahi``, ``ahi-gaussian``: algebraic Helmholtz inversion of u (MDEV form), raw and
   after Gaussian smoothing (``--ahi-sigma`` voxels);
@@ -29,8 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from helmholtz_pinn import baselines, errors, forms, inversion, metrics, outputs
-from helmholtz_pinn.data import load
+from helmholtz_pinn import errors
+from helmholtz_pinn.assess import baselines, metrics
+from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.io.dataset import load
+from helmholtz_pinn.pinn import forms
+from helmholtz_pinn.report import files
 
 SETS = ("tuning", "held-out")
 OUTPUTS = ("volume", "slice")
@@ -345,8 +349,8 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
     import jax
 
     folder = Path(args.elastic)
-    out = outputs.prepare_dir(args.out)
-    maps_dir = outputs.prepare_dir(out / "elastic_maps")
+    out = files.prepare_dir(args.out)
+    maps_dir = files.prepare_dir(out / "elastic_maps")
     methods = methods_of(args.pde, args.methods)
     done = done_cells(args.skip_done, load_study)
     chosen = select(read_manifest(folder), args)
@@ -400,7 +404,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
         _emit(row)
         if mu is not None and entry["noise_db"] in FIGURE_NOISE:
             _save_map(maps_dir, entry, method, mu, dataset)
-        outputs.write_json(out / "accuracy_elastic.json", study)
+        files.write_json(out / "accuracy_elastic.json", study)
 
     def over_budget() -> bool:
         return args.time_budget is not None and time.perf_counter() - t_start > args.time_budget
@@ -469,7 +473,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
     meta["complete"] = wanted <= {(r["file"], r["method"]) for r in study["elastic_results"]}
     if meta["complete"]:
         _emit({"complete": {"cells": len(study["elastic_results"])}})
-    outputs.write_json(out / "accuracy_elastic.json", study)
+    files.write_json(out / "accuracy_elastic.json", study)
     write_report(study, out / "accuracy_elastic.md")
     return study
 
@@ -556,7 +560,7 @@ def elastic_figure(study: dict, case: str, output: str, maps_dirs: list[Path], f
         fig.suptitle(f"{case} ({output}): recovered G' = Re(mu), kPa, {where}; x, y in mm",
                      fontsize=9)  # fmt: skip
         fig.tight_layout()
-        path = outputs.prepare_dir(fig_dir) / f"accuracy_elastic_{case}_{output}.png"
+        path = files.prepare_dir(fig_dir) / f"accuracy_elastic_{case}_{output}.png"
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)

@@ -3,7 +3,7 @@ and of curl-MDEV on the elastic fixture against sigma (voxels), clean and at -20
 
 For each sigma in ``--sigmas`` (and no smoothing) and each noise level, the median
 relative error of G' = Re(mu) over the mask, the Pearson R of G' and the contrast
-transfer of the largest target (region 2) (:func:`helmholtz_pinn.metrics.evaluate`), as mean and
+transfer of the largest target (region 2) (:func:`helmholtz_pinn.assess.metrics.evaluate`), as mean and
 range over ``--seeds`` noise draws. Prints a Markdown table (recorded in
 docs/accuracy.md, "Baseline smoothing") and, per method, the width the default rule picks
 (:func:`best`; the library's ``baselines.AHI_SIGMA`` and ``CURL_SIGMA``). CPU, seconds.
@@ -18,7 +18,9 @@ import dataclasses
 
 import numpy as np
 
-from helmholtz_pinn import baselines, data, metrics, phantoms
+from helmholtz_pinn.assess import baselines, metrics
+from helmholtz_pinn.forward import phantoms
+from helmholtz_pinn.io import dataset as data
 
 NOISE = (None, -20.0)
 

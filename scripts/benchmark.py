@@ -54,8 +54,8 @@ def setup(n: int, **overrides):
     points (device arrays); ``overrides`` change SEED_CONFIG's fields."""
     import jax
 
-    from helmholtz_pinn import train
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.pinn import train
 
     cfg = Config(**{**SEED_CONFIG, **overrides}, batch_size=n)
     spec = train.Spec.of(cfg, 2, 1, 1)
@@ -79,7 +79,7 @@ def seed_loss(params, state, spec, problem):
     """The library's loss on every point, (loss, data, pde), with the seed's pde_weight."""
     import jax.numpy as jnp
 
-    from helmholtz_pinn import train
+    from helmholtz_pinn.pinn import train
 
     every = jnp.ones(problem.x.shape[0], jnp.float32)
     batch = (problem.x, problem.u, every, every)
@@ -90,7 +90,7 @@ def seed_loss(params, state, spec, problem):
 @contextlib.contextmanager
 def layout(name: str):
     """Force evaluate_fields' network layout ("stacked"/"separate"; "auto" = library)."""
-    from helmholtz_pinn import model
+    from helmholtz_pinn.pinn import model
 
     saved = model.STACK_MAX_POINTS
     model.STACK_MAX_POINTS = {"auto": saved, "stacked": 1 << 62, "separate": -1}[name]
@@ -101,7 +101,7 @@ def layout(name: str):
 
 
 def auto_layout(n: int) -> str:
-    from helmholtz_pinn import model
+    from helmholtz_pinn.pinn import model
 
     return "stacked" if n <= model.STACK_MAX_POINTS else "separate"
 
@@ -110,8 +110,8 @@ def compile_block(spec, state, problem, steps: int):
     """(compiled scan block, seconds to trace, lower and compile): a fresh jit, no reuse."""
     import jax
 
-    from helmholtz_pinn import layout as placement
-    from helmholtz_pinn import train
+    from helmholtz_pinn.fit import placement
+    from helmholtz_pinn.pinn import train
 
     t0 = time.perf_counter()
     options = placement.compiler_options(spec)  # the library's GEMM choice by batch size
@@ -238,7 +238,7 @@ def laplacian_error(params, consts, precision: str | None, n: int = 2000) -> flo
     is float64 on the CPU, the tested value float32 on the default device."""
     import jax
 
-    from helmholtz_pinn.model import LAP, apply_jet
+    from helmholtz_pinn.pinn.model import LAP, apply_jet
 
     x, _ = workload(n, seed=1)
 
@@ -260,8 +260,8 @@ def laplacian_error(params, consts, precision: str | None, n: int = 2000) -> flo
 def run_jax(args) -> None:
     import jax
 
-    from helmholtz_pinn import model
-    from helmholtz_pinn.compile_cache import enable_compilation_cache
+    from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
+    from helmholtz_pinn.pinn import model
 
     out = Path(args.out)
     cache = Path(args.cache_dir or out / "jax_cache")
@@ -282,7 +282,7 @@ def bench_size(args, rec, n: int) -> dict:
     """All JAX measurements at n points; returns the weights and the initial loss."""
     import jax
 
-    from helmholtz_pinn import model, train
+    from helmholtz_pinn.pinn import model, train
 
     spec, state, problem = setup(n)
     saved = {
@@ -364,7 +364,7 @@ def breakdown(rec, spec, state, problem, reps: int) -> None:
     import jax
     import jax.numpy as jnp
 
-    from helmholtz_pinn import train
+    from helmholtz_pinn.pinn import train
 
     n = problem.x.shape[0]
     fields = jax.jit(

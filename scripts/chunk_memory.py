@@ -27,7 +27,7 @@ def volume(slices: int, n: int = 32):
     """``slices`` z-slices of n x n voxels of a plane wave (F = C = 1), each its own member."""
     import numpy as np
 
-    from helmholtz_pinn.data import Dataset
+    from helmholtz_pinn.io.dataset import Dataset
 
     h, f = 1e-3, 100.0
     x, y = np.meshgrid(np.arange(n) * h, np.arange(n) * h, indexing="ij")
@@ -42,7 +42,7 @@ def one(slices: int, chunk: int | None) -> dict:
 
     import numpy as np
 
-    from helmholtz_pinn.inversion import invert
+    from helmholtz_pinn.fit.inversion import invert
 
     warnings.simplefilter("ignore")
     data = volume(slices)

@@ -50,7 +50,7 @@ project's forward solvers, chosen by `--physics`:
   travelling along z, `exp(-i kz z)`, `kz = 0.3 omega sqrt(rho / max G')` (exact for the
   z-invariant medium; a 2-D inversion of one slice reads it as stiffer), for trying
   `invert --slicewise` and 3-D fits.
-- `elastic`: the 3-D viscoelastic Navier-Cauchy slab of `helmholtz_pinn.elastic` by
+- `elastic`: the 3-D viscoelastic Navier-Cauchy slab of `helmholtz_pinn.forward.elastic` by
   finite elements ([elastic.md](elastic.md)): 3 components, `u` of shape
   `(F, 3, nx, ny, nz)`, or `(F, 3, nx, ny)` with `--output slice` (the middle z-slice of
   the same solution). Geometry: `--layout` (`four-target`: 10 kPa cylinders of radius
@@ -157,7 +157,7 @@ def _help(*args: str) -> str:
 
 def subcommands() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from helmholtz_pinn.cli import build_parser
+    from helmholtz_pinn.cli.parser import build_parser
 
     parser = build_parser()
     action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")

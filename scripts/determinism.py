@@ -8,7 +8,8 @@ import json
 import jax
 import numpy as np
 
-from helmholtz_pinn import inversion, phantoms
+from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.forward import phantoms
 
 
 def main() -> None:

@@ -4,7 +4,7 @@
     python scripts/elastic_phantoms.py --out /tmp/el --quick         # coarse mesh, minutes
     python scripts/elastic_phantoms.py --out data/elastic --only four-target
 
-Cases (each one finite-element solve of helmholtz_pinn.elastic.simulate_elastic, every
+Cases (each one finite-element solve of helmholtz_pinn.forward.elastic.simulate_elastic, every
 file derived from its clean volume):
   tuning/    four-target, 60/80/100 Hz, 80 x 100 x 10 mm: clean and -20 dB (seed 0);
              four-target-fine, the same on a 1.73 mm mesh (10 cubes per wavelength): clean
@@ -25,8 +25,8 @@ import json
 import time
 from pathlib import Path
 
-from helmholtz_pinn.data import load, save
-from helmholtz_pinn.elastic import middle_slice, shared_noise, simulate_elastic
+from helmholtz_pinn.forward.elastic import middle_slice, shared_noise, simulate_elastic
+from helmholtz_pinn.io.dataset import load, save
 
 # name -> (set, simulate_elastic keywords, [(noise_db, seed), ...]); None = clean
 HELD_OUT_NOISE = [(None, 0)] + [(db, s) for db in (-30.0, -20.0, -10.0) for s in (1, 2)]

@@ -54,7 +54,8 @@ def profile(name: str, spec, state, prob, steps: int, precision: str | None) -> 
     import jax
     from jax.profiler import ProfileData
 
-    from helmholtz_pinn import layout, train
+    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.pinn import train
 
     options = layout.compiler_options(spec)
     ctx = jax.default_matmul_precision(precision) if precision else contextlib.nullcontext()

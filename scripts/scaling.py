@@ -151,7 +151,7 @@ def base_config(args):
 
 def plane_waves(shape, frequencies, directions, h=1e-3, g=3000.0, eta=1.0):
     """u (F, C, *shape) complex64: exp(i k d_c . x), k^2 = rho omega^2 / (g + i omega eta)."""
-    from helmholtz_pinn.data import Dataset
+    from helmholtz_pinn.io.dataset import Dataset
 
     axes = np.meshgrid(*[np.arange(n, dtype=np.float32) * h for n in shape], indexing="ij")
     u = np.empty((len(frequencies), len(directions), *shape), np.complex64)
@@ -227,7 +227,8 @@ def plan_for(prep, devices, members: int):
     """``layout.plan`` as ``invert`` calls it for ``prep`` (one problem, or ``members``
     stacked ones of its size); ``devices`` an int, or None for 1 or all as suits the
     size. Raises DeviceMemoryError when the problem does not fit."""
-    from helmholtz_pinn import layout, memory
+    from helmholtz_pinn.fit import memory
+    from helmholtz_pinn.fit import placement as layout
 
     spec = prep.spec
     return layout.plan(
@@ -243,7 +244,8 @@ def placed(preps, cfg, plan):
     """(compiled block, placed state, placed problem) of ``preps`` on ``plan``, as
     ``invert`` runs them: one problem, or one member per prepared dataset, every member
     from seed 0."""
-    from helmholtz_pinn import layout, train
+    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.pinn import train
 
     p = preps[0]
     state = train.init_state(p.spec, 0, p.sigma_u, p.sigma_mu, cfg.learning_rate)
@@ -267,7 +269,7 @@ def placed(preps, cfg, plan):
 def bench_slices(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn import inversion
+    from helmholtz_pinn.fit import inversion
 
     cfg = base_config(args)
     host, timings, rows = {}, {}, []
@@ -318,7 +320,7 @@ def bench_slices(args, counts) -> list[dict]:
 def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
     """Timing of one volume (``prep`` with the global batch of the step) on ``plan``;
     returns (record fields, final state on the host)."""
-    from helmholtz_pinn import layout
+    from helmholtz_pinn.fit import placement as layout
 
     count, d, batch = int(prep.problem.count), len(plan.devices), prep.spec.batch_size
     local = -(-batch // d)
@@ -342,8 +344,9 @@ def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
 def bench_volumes(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn import inversion, memory, train
     from helmholtz_pinn.errors import DeviceMemoryError
+    from helmholtz_pinn.fit import inversion, memory
+    from helmholtz_pinn.pinn import train
 
     cfg = base_config(args)
     rows = []
@@ -411,7 +414,7 @@ def agreement(args, counts) -> list[dict]:
     across the devices) and a full-batch volume (data parallel); maps and losses compared."""
     import jax
 
-    from helmholtz_pinn import inversion
+    from helmholtz_pinn.fit import inversion
 
     many = sorted({n or jax.device_count() for n in counts} - {1})
     if not many:
@@ -567,7 +570,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from helmholtz_pinn import layout
+    from helmholtz_pinn.fit import placement as layout
 
     layout.initialize_distributed()
     counts = device_counts(args)

@@ -12,7 +12,9 @@ import time
 
 import jax
 
-from helmholtz_pinn import baselines, inversion, metrics, phantoms
+from helmholtz_pinn.assess import baselines, metrics
+from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.forward import phantoms
 
 
 def main() -> None:

@@ -77,8 +77,9 @@ def workloads(names):
     import jax
     from benchmark import setup
 
-    from helmholtz_pinn import phantoms, problem, train
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.forward import phantoms
+    from helmholtz_pinn.pinn import problem, train
 
     out = {}
     for name in names:
@@ -101,9 +102,9 @@ def _volume(batch: int):
     three-component 80 x 100 x 10 volume at 60/80/100 Hz: only the shapes matter here."""
     import jax
 
-    from helmholtz_pinn import problem, train
     from helmholtz_pinn.config import Config
-    from helmholtz_pinn.data import Dataset
+    from helmholtz_pinn.io.dataset import Dataset
+    from helmholtz_pinn.pinn import problem, train
 
     rng = np.random.default_rng(0)
     shape = (3, 3, 80, 100, 10)
@@ -119,7 +120,7 @@ def block(spec, steps: int, unroll: int):
     """The library's block (train.block_fn) with the scan unrolled ``unroll`` times."""
     import jax
 
-    from helmholtz_pinn import train
+    from helmholtz_pinn.pinn import train
 
     if unroll == 1:
         return train.block_fn(spec, steps)
@@ -138,7 +139,7 @@ def one(name: str, steps: int, reps: int, sizes: list[str]) -> list[dict]:
 
     import jax
 
-    from helmholtz_pinn import layout as placement
+    from helmholtz_pinn.fit import placement
 
     variant = VARIANTS[name]
     prec = variant.precision

@@ -3,7 +3,7 @@ small analytic datasets."""
 
 import numpy as np
 
-from helmholtz_pinn.data import Dataset
+from helmholtz_pinn.io.dataset import Dataset
 
 SMALL = dict(
     width=16,
@@ -47,4 +47,24 @@ def plane_wave_slices(n=12, gs=(2500.0, 3000.0, 3500.0)):
         u=np.stack([s.u for s in slices], axis=-1),
         frequency=first.frequency,
         spacing=np.append(first.spacing, first.spacing[0]),
+    )
+
+
+VOXEL = 1.5e-3  # m, the device-layout tests' volume
+
+
+def plane_wave_volume(shape, direction, f=60.0, g=3000.0):
+    axes = np.meshgrid(*[np.arange(n) * VOXEL for n in shape], indexing="ij")
+    k = np.sqrt(1000 * (2 * np.pi * f) ** 2 / g)
+    return np.exp(1j * k * sum(d * a for d, a in zip(direction, axes, strict=True)))
+
+
+def volume():
+    """7 x 6 x 5 voxels (210: shards of 53, 53, 52, 52 on 4 devices), F = C = 1."""
+    shape = (7, 6, 5)
+    return Dataset(
+        u=plane_wave_volume(shape, (0.48, 0.6, 0.64))[None, None],
+        frequency=np.array([60.0]),
+        spacing=np.full(3, VOXEL),
+        mu=np.full(shape, 3000.0 + 0j),
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helmholtz_pinn.cli import build_parser
+from helmholtz_pinn.cli.parser import build_parser
 from helmholtz_pinn.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]

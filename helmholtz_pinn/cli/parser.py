@@ -1,0 +1,334 @@
+"""The command line's parser: ``helmholtz-pinn simulate | invert | baseline | convert``.
+
+The inversion options are generated from the fields of :class:`helmholtz_pinn.config.Config`
+and their documentation (one list of defaults and meanings). Abbreviations are off; a usage
+error prints the (sub)command's one-line usage and one line ``PROG: error: ...`` naming the
+near miss of a mistyped option or choice, and exits 2. Imports no JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import re
+import sys
+import typing
+from pathlib import Path
+
+from helmholtz_pinn.cli import elastic_options as elastic_cli
+from helmholtz_pinn.config import Config, field_help
+
+EXIT_USAGE = 2
+EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130  # SIGINT, as a shell reports it
+
+
+def _near(word: str, candidates) -> str | None:
+    """The candidate closest to a mistyped ``word`` (dashes and ``=value`` ignored)."""
+    bare = {c.lstrip("-"): c for c in candidates}
+    match = difflib.get_close_matches(word.split("=")[0].lstrip("-"), bare, n=1, cutoff=0.7)
+    return bare[match[0]] if match else None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse without abbreviations (``--step`` is not ``--steps``), whose errors are
+    this (sub)command's one-line usage and one line ``PROG: error: ...`` with a near miss
+    of a mistyped choice (Python 3.11 has no ``suggest_on_error``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+
+    def error(self, message: str):
+        found = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if found and (near := _near(found[1], re.findall(r"'(.*?)'", found[2]))):
+            message += f"; did you mean {near}?"
+        spell = self._get_formatter()._format_args
+        words = [spell(a, a.dest) for a in self._actions if not a.option_strings]
+        print(f"usage: {self.prog} [options] {' '.join(words)}".strip(), file=sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; an unknown argument is an error of its subcommand, with the
+    nearest option of that subcommand as a suggestion, as is an incomplete launch over
+    many processes."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[args.command]
+    if unknown:
+        options = [o for p in (parser, sub) for a in p._actions for o in a.option_strings]
+        hints = [(w, _near(w, options) if w.startswith("-") else None) for w in unknown]
+        if len(hints) == 1 and hints[0][1]:
+            sub.error(f"unrecognized argument {unknown[0]}; did you mean {hints[0][1]}?")
+        words = [w + (f" (did you mean {n}?)" if n else "") for w, n in hints]
+        sub.error(f"unrecognized argument{'s' * (len(hints) > 1)} {', '.join(words)}")
+    if args.command == "invert" and (problem := _processes_problem(args)):
+        sub.error(problem)
+    return args
+
+
+def _processes_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--coordinator / --num-processes / --process-id``, or None:
+    all three or none, and 0 <= I < P."""
+    given = [args.coordinator, args.num_processes, args.process_id]
+    if all(v is None for v in given):
+        return None
+    if any(v is None for v in given):
+        names = ("--coordinator", "--num-processes", "--process-id")
+        missing = [n for n, v in zip(names, given, strict=True) if v is None]
+        return (
+            f"a launch over many processes needs all three of {', '.join(names)}; "
+            f"missing {', '.join(missing)}"
+        )
+    if args.process_id >= args.num_processes:
+        return (
+            f"--process-id {args.process_id} is outside 0 .. {args.num_processes - 1} "
+            f"(--num-processes {args.num_processes})"
+        )
+    return None
+
+
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    """One ``--field-name`` option per Config field, typed from its default, its help the
+    field's documentation."""
+    from helmholtz_pinn.pinn import forms
+
+    group = parser.add_argument_group("inversion settings (helmholtz_pinn.Config)")
+    hints = typing.get_type_hints(Config)
+    meaning = field_help()
+    for field in dataclasses.fields(Config):
+        if field.name == "seed":
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        literal = [
+            h for h in (hint, *typing.get_args(hint)) if typing.get_origin(h) is typing.Literal
+        ]
+        choices = typing.get_args(literal[0]) if literal else None  # Literal or Literal | None
+        if field.name == "pde":
+            choices = forms.names()
+        kind = type(field.default) if field.default is not None else float
+        if field.default is None and int in typing.get_args(hint):
+            kind = int
+        group.add_argument(
+            flag,
+            dest=field.name,
+            type=str if choices else kind,
+            default=None,
+            choices=choices,
+            help=f"{meaning.get(field.name, '')} (default: {field.default})".replace("%", "%%"),
+        )
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    overrides = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(Config)
+        if getattr(args, f.name, None) is not None
+    }
+    return Config().replace(**overrides)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="helmholtz-pinn",
+        description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).",
+    )
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="write a phantom dataset (.npz) from the forward solver")
+    sim.add_argument(
+        "--physics",
+        default="scalar",
+        choices=("scalar", "elastic"),
+        help="scalar: 2-D Helmholtz phantom per drive direction (finite differences); "
+        "elastic: 3-D viscoelastic slab, 3 components (finite elements; minutes at the "
+        "default size, see docs/elastic.md) (default: scalar)",
+    )
+    sim.add_argument("--phantom", help="built-in scalar phantom name (default four-target)")
+    sim.add_argument("--out", required=True, type=_npz, help="output .npz file")
+    sim.add_argument("--noise-db", type=float, help="noise power / signal power, dB (-20 = 1 %%)")
+    sim.add_argument("--seed", type=int, default=0, help="noise seed")
+    sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
+    sim.add_argument("--components", type=int, help="scalar: drive directions (default 2)")
+    sim.add_argument(
+        "--nz", type=int, help="scalar: a 3-D volume of NZ slices, the wave also along z (2-D)"
+    )
+    elastic_cli.add_options(sim)
+
+    inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
+    inv.add_argument(
+        "data",
+        nargs="*",
+        type=Path,
+        help="dataset .npz (default: the built-in four-target phantom); several "
+        "files of one grid are fitted as one batched program, each written "
+        "to OUT/<file stem>/",
+    )
+    inv.add_argument(
+        "--slicewise",
+        action=argparse.BooleanOptionalAction,
+        help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all slices "
+        "batched (slices with an empty mask are left NaN); default: one 3-D fit, "
+        "which uses the through-plane derivatives (measured better on elastic volumes)",
+    )
+    inv.add_argument(
+        "--devices",
+        type=_devices_arg,
+        default="all",
+        metavar="N|all",
+        help="devices to use: N, or all (default: every visible device when "
+        "the work splits - at least as many slices, files or ensemble "
+        "members as devices, or a large problem - else one)",
+    )
+    inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
+    many = inv.add_argument_group(
+        "many processes (jax.distributed; all three or none; docs/scaling.md)"
+    )
+    many.add_argument(
+        "--coordinator",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="address of process 0, which runs the coordinator (any free port)",
+    )
+    many.add_argument("--num-processes", type=_positive, metavar="P", help="processes in all")
+    many.add_argument(
+        "--process-id", type=_non_negative, metavar="I", help="this process, 0 .. P-1"
+    )
+    inv.add_argument(
+        "--seed", type=int, default=0, help="seed of the network initialisation and sampling"
+    )
+    for flag, meaning in (
+        ("--no-progress", "no progress bar"),
+        ("--resume", "continue from the newest checkpoint in OUT/checkpoints"),
+        ("--resume-strict", "as --resume, but an error when OUT/checkpoints has none"),
+        ("--no-checkpoints", "do not write checkpoints into OUT/checkpoints"),
+        ("--force", "fit even if the data fail the plausibility check (units of f, spacing)"),
+        ("--drop-empty-components", "drop components of u that are zero at every frequency"),
+        ("--nifti", "also write OUT/maps/*.nii.gz: G', G'', |G*|, phase, wave speed, ... (mm)"),
+    ):
+        inv.add_argument(flag, action="store_true", help=meaning)
+    inv.add_argument(
+        "--tensorboard",
+        type=Path,
+        metavar="DIR",
+        help="also write TensorBoard event files into DIR (needs tensorboardX)",
+    )
+    inv.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="persistent compilation cache (default ~/.cache/helmholtz_pinn/jax)",
+    )
+    _config_options(inv)
+
+    base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
+    base.add_argument("data", type=Path, help="dataset .npz")
+    base.add_argument(
+        "--method",
+        default="ahi",
+        choices=("ahi", "curl-mdev"),
+        help="ahi: MDEV inversion of u (any components); curl-mdev: of curl u (3 components "
+        "along x, y, z; removes compressional waves) (default: ahi)",
+    )
+    base.add_argument(
+        "--smoothing",
+        choices=["none", "gaussian", "savgol"],
+        help="smoothing before the finite-difference Laplacian (default: none for ahi, "
+        "gaussian for curl-mdev)",
+    )
+    width = base.add_mutually_exclusive_group()
+    width.add_argument(
+        "--sigma",
+        type=float,
+        help="Gaussian width, voxels; implies --smoothing gaussian (default: 2 for ahi, 1.5 "
+        "for curl-mdev; measured, docs/accuracy.md#baseline-smoothing)",
+    )
+    width.add_argument(
+        "--sigma-mm", type=float, help="Gaussian width in mm, as --sigma (cubic voxels)"
+    )
+    base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
+    base.add_argument("--out", type=Path, required=True, help="output folder")
+    base.add_argument("--force", action="store_true", help="run even if implausible (see invert)")
+    base.add_argument("--metric-margin", type=int, default=0, help="as for invert (voxels)")
+
+    conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
+    conv.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair",
+    )
+    conv.add_argument("--out", required=True, type=_npz, help="output .npz file")
+    conv.add_argument(
+        "--kind", default="auto", choices=["auto", "mat", "nifti", "nifti-complex", "nifti-polar"]
+    )
+    conv.add_argument("--variable", help="MAT variable holding the wave field")
+    conv.add_argument(
+        "--axes",
+        help="axis layout of the array, letters x y z c f t (and - "
+        "for a length-1 axis), e.g. xyzcf or xyzt",
+    )
+    conv.add_argument("--frequency", type=float, nargs="+", help="drive frequencies, Hz")
+    conv.add_argument("--spacing", type=float, nargs="+", help="voxel size per axis")
+    conv.add_argument(
+        "--spacing-unit",
+        default="m",
+        choices=["m", "mm"],
+        help="unit of --spacing and of spacing read from MAT files",
+    )
+    conv.add_argument(  # choices: readers.PHASE_MODES, presets.PRESETS (not imported here)
+        "--phase",
+        choices=["auto", "time", "space", "unwrapped"],
+        help="the t-axis images are MR phase in radians: unwrap along time, over space, not "
+        "at all (unwrapped) or auto (unwrapped if |phase| > pi, else time); offset and "
+        "drift are removed (default: auto for a mag/phase NIfTI pair with t, else none)",
+    )
+    conv.add_argument(
+        "--preset",
+        choices=["bioqic"],
+        help="known MATLAB layout: bioqic = BIOQIC/MDEV 6-D phase [rows, columns, slices, "
+        "time steps, components, frequencies], its variable names and info struct",
+    )
+    conv.add_argument(
+        "--mask-from-magnitude",
+        action="store_true",
+        help="mask the tissue in the magnitude images (a mag/phase NIfTI pair, or a MAT "
+        "'magnitude' variable): Otsu threshold of the mean magnitude, holes filled, the "
+        "largest region (default: the file's mask variable, else every voxel)",
+    )
+    return parser
+
+
+def _npz(text: str) -> Path:
+    if not text.lower().endswith(".npz"):
+        raise argparse.ArgumentTypeError(f"expected a file name ending in .npz; got {text!r}")
+    return Path(text)
+
+
+def _devices_arg(text: str) -> int | str:
+    if text == "all":
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive integer or 'all'; got {text!r}")
+
+
+def _positive(text: str) -> int:
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+
+
+def _non_negative(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
+
+
+def _host_port(text: str) -> str:
+    host, _, port = text.rpartition(":")
+    if host and port.isdigit() and 0 < int(port) < 65536:
+        return text
+    raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 10.0.0.1:1234); got {text!r}")

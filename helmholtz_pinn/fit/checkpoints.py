@@ -1,0 +1,279 @@
+"""Atomic orbax checkpoints of a fit (device state + host loop state) and resume.
+
+Layout: ``OUT/checkpoints/<step>/{state, host}``; orbax writes each step into a
+temporary folder and renames it when complete, so a killed run leaves either the
+previous checkpoint or the new one, never half of one. The newest two are kept.
+Each checkpoint also holds the settings and a fingerprint of the data (shape,
+frequencies, spacing, sha256 of u and the mask per dataset); resuming with other
+settings or other data raises :class:`CheckpointError` naming what differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import CheckpointError, ConfigError, OutputError
+from helmholtz_pinn.fit.host_loop import HostState
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn.train import TrainState
+
+# fields that may differ between the run that saved and the run that resumes
+RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin", "ensemble_keep")
+
+
+def fingerprint(datasets: Sequence[Dataset]) -> dict:
+    """What identifies the data a fit was run on, per dataset in order: grid shape of u,
+    frequencies (Hz), spacing (m) and the sha256 of u's and the mask's bytes (one pass
+    over the arrays, no copy when they are contiguous)."""
+
+    def digest(d: Dataset) -> str:
+        h = hashlib.sha256()
+        for a in (d.u, np.ones(d.grid, bool) if d.mask is None else d.mask):
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+        return h.hexdigest()
+
+    return {
+        "shape": [list(d.u.shape) for d in datasets],
+        "frequency_hz": [[float(f) for f in d.frequency] for d in datasets],
+        "spacing_m": [[float(s) for s in d.spacing] for d in datasets],
+        "sha256": [digest(d) for d in datasets],
+    }
+
+
+_WHAT = {
+    "shape": ("shape (F, C, *grid)", ""),
+    "frequency_hz": ("frequencies", " Hz"),
+    "spacing_m": ("spacing", " m"),
+}
+
+
+def data_difference(saved: dict, now: dict) -> str | None:
+    """One phrase naming how the data ``now`` differ from the fingerprint ``saved``, or
+    None when they match."""
+    if len(saved["sha256"]) != len(now["sha256"]):
+        return (
+            f"checkpoint was written for {len(saved['sha256'])} dataset(s); "
+            f"these are {len(now['sha256'])}"
+        )
+    for i in range(len(now["sha256"])):
+        which = "" if len(now["sha256"]) == 1 else f" (dataset {i})"
+        for key, (name, unit) in _WHAT.items():
+            a, b = saved[key][i], now[key][i]
+            if a != b:
+                return (
+                    f"checkpoint was written for data with {name} {_fmt(a)}{unit}{which}; "
+                    f"these have {_fmt(b)}"
+                )
+        if saved["sha256"][i] != now["sha256"][i]:
+            return (
+                "checkpoint was written for other values of u or the mask"
+                f"{which} (sha256 {saved['sha256'][i][:12]}...; these have "
+                f"{now['sha256'][i][:12]}...)"
+            )
+    return None
+
+
+def _fmt(values: list) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in values) + "]"
+
+
+class Checkpointer:
+    """Saves every ``every`` blocks (as ``fit``'s ``on_block``) and restores the newest."""
+
+    def __init__(self, directory: str | Path, config: Config, every: int, data: dict | None = None):
+        """``data``: the :func:`fingerprint` of the datasets, saved and checked on restore."""
+        import orbax.checkpoint as ocp
+
+        self._ocp = ocp
+        self.directory = Path(directory).absolute()
+        self.config = config
+        self.every = every
+        self.data = data
+        self.manager = ocp.CheckpointManager(
+            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2)
+        )
+
+    def __call__(self, state: TrainState, host: HostState) -> None:
+        """Save every ``every`` blocks, after the last block and at an early stop (so a
+        finished fit restores as finished)."""
+        done = len(host.history)
+        last = -(-self.config.steps // self.config.sync_interval)
+        stopped = all(p.stopped for p in host.plateaus)
+        if done % self.every == 0 or done >= last or stopped:
+            self.save(state, host)
+
+    def save(self, state: TrainState, host: HostState) -> None:
+        step = int(host.history[-1]["step"]) if host.history else 0
+        if step in self.manager.all_steps():
+            return
+        meta = {
+            "host": host.to_json(),
+            "config": dataclasses.asdict(self.config),
+            "data": self.data,
+            "members": list(np.shape(state.step)),  # [S] stacked (padded to the devices)
+        }
+        args = self._ocp.args.Composite(
+            state=self._ocp.args.StandardSave(state), host=self._ocp.args.JsonSave(meta)
+        )
+        try:
+            self.manager.save(step, args=args)
+            self.manager.wait_until_finished()
+        except OSError as err:  # disk full, read-only: the previous checkpoint is whole
+            kept = self.manager.latest_step()
+            raise OutputError(
+                f"cannot write checkpoint {self.directory / str(step)}: "
+                f"{err.strerror or err}; "
+                + ("no earlier checkpoint" if kept is None else f"step {kept} is kept")
+                + ": free space and continue with --resume"
+            ) from None
+
+    def clear(self) -> list[int]:
+        """Delete every checkpoint in the folder (an earlier run's: a fresh fit must
+        not leave them to be resumed later); returns their steps."""
+        steps = sorted(self.manager.all_steps())
+        for step in steps:
+            self.manager.delete(step)
+        return steps
+
+    def restore(self, like: TrainState) -> tuple[TrainState, HostState, int] | None:
+        """The newest readable checkpoint shaped like ``like`` as (state, host, step), or
+        None if there is none. One that cannot be read (corrupt, truncated) is noted in
+        ``self.unreadable`` and the next older one is tried (the unreadable ones are then
+        deleted); when none can be read, the newest one's error is raised.
+
+        The settings and the data fingerprint are checked (from the small JSON item)
+        before the state is read, so other data are named, not met as a shape error."""
+        self.unreadable: list[str] = []
+        bad = []
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            try:
+                state, host = self._restore_step(step, like)
+            except _Unreadable as err:
+                self.unreadable.append(str(err))
+                bad.append(step)
+                continue
+            for b in bad:  # a later save of that step would otherwise be skipped
+                self.manager.delete(b)
+            return state, host, step
+        if self.unreadable:
+            raise CheckpointError(f"{self.unreadable[0]}; remove the folder to start afresh")
+        return None
+
+    def _restore_step(self, step: int, like: TrainState) -> tuple[TrainState, HostState]:
+        ocp = self._ocp
+        meta = self._restore(step, ocp.args.Composite(host=ocp.args.JsonRestore())).host
+        self._check_config(meta["config"])
+        self._check_data(meta.get("data"))
+        saved, now = meta.get("members"), list(np.shape(like.step))
+        if saved is not None and saved != now:
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} holds {saved[0] if saved else 1} "
+                f"stacked fits (members padded to a multiple of the devices used); this run "
+                f"has {now[0] if now else 1}: resume with the --devices (devices=) of the "
+                "interrupted run"
+            )
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+        state = self._restore(
+            step, ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
+        ).state
+        return state, HostState.from_json(meta["host"])
+
+    def _restore(self, step: int, args):
+        try:
+            return self.manager.restore(step, args=args)
+        except (ValueError, KeyError, OSError, TypeError) as err:
+            why = " ".join(str(err).split())  # orbax/tensorstore: long, several lines
+            why = why if len(why) <= 160 else why[:157] + "..."
+            raise _Unreadable(
+                f"checkpoint {self.directory / str(step)} cannot be restored ({why})"
+            ) from None
+
+    def _check_data(self, saved: dict | None) -> None:
+        if self.data is None or saved is None:  # a checkpoint from before fingerprints
+            return
+        diff = data_difference(saved, self.data)
+        if diff:
+            raise CheckpointError(
+                f"cannot resume from {self.directory}: {diff}; use the same data or a new "
+                "--out folder"
+            )
+
+    def _check_config(self, saved: dict) -> None:
+        now = dataclasses.asdict(self.config)
+        diff = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
+        if diff:
+            detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {now[k]!r}" for k in diff)
+            raise CheckpointError(
+                f"cannot resume from {self.directory}: settings differ ({detail}); "
+                "use the same settings or a new --out folder"
+            )
+
+    def close(self) -> None:
+        self.manager.close()
+
+
+class _Unreadable(CheckpointError):
+    """A checkpoint whose files cannot be read (an older one may still be)."""
+
+
+def resume_mode(resume) -> bool | str:
+    """``resume`` checked at the API boundary: True, False or "strict"."""
+    if resume is True or resume is False or resume == "strict":
+        return resume
+    raise ConfigError(f"resume must be True, False or 'strict'; got {resume!r}")
+
+
+def start(
+    directory: str | Path | None,
+    config: Config,
+    data: dict,
+    resume: bool | str,
+    state: TrainState,
+) -> tuple[Checkpointer | None, TrainState, HostState | None, dict]:
+    """Open the checkpoints of a fit and, with ``resume``, restore the newest one:
+    (checkpointer or None, state, host state or None, run facts).
+
+    The facts: ``resumed_from_step`` (int, or None for a fresh start) and
+    ``resumed_from`` (the checkpoint's folder); ``no_checkpoint_in`` (the folder) when a
+    resume found nothing to continue from and the fit starts at step 0. Without
+    ``resume`` the folder's checkpoints of an earlier run are deleted first
+    (``cleared_checkpoints``: the folder and their steps). With
+    ``resume="strict"`` that case raises :class:`CheckpointError` instead."""
+    facts = {"resumed_from_step": None, "resumed_from": None}
+    ckpt = (
+        None
+        if directory is None
+        else Checkpointer(directory, config, config.checkpoint_every, data)
+    )
+    if not resume and ckpt is not None and (old := ckpt.clear()):
+        facts["cleared_checkpoints"] = f"{ckpt.directory} (steps {', '.join(map(str, old))})"
+    try:
+        restored = ckpt.restore(state) if resume and ckpt is not None else None
+    except CheckpointError:
+        ckpt.close()
+        raise
+    if restored is not None:
+        state, host, step = restored
+        facts = {"resumed_from_step": step, "resumed_from": str(ckpt.directory / str(step))}
+        if ckpt.unreadable:
+            facts["unreadable_checkpoints"] = ckpt.unreadable
+        return ckpt, state, host, facts
+    if resume:
+        where = "(no checkpoint folder given)" if ckpt is None else str(ckpt.directory)
+        if resume == "strict":
+            if ckpt is not None:
+                ckpt.close()
+            raise CheckpointError(
+                f"no usable checkpoint in {where}: resume='strict' (--resume-strict) "
+                "does not start a fit afresh"
+            )
+        facts["no_checkpoint_in"] = where
+    return ckpt, state, None, facts

@@ -1,0 +1,274 @@
+"""Train the members of an inversion, chunk by chunk: stack, plan, place, checkpoint, fit.
+
+Members: one dataset (no member axis), E seeds of one dataset (sharing its problem), or
+each of S datasets (files, z-slices) times E seeds, stacked on a leading axis. A batch
+with more members than fit at once (``Config.max_members_per_chunk``, else
+:func:`helmholtz_pinn.fit.memory.members_per_chunk` from the free memory) runs in chunks of
+whole datasets, one after the other, each with its own checkpoint folder
+``checkpoints/chunk-<i>`` (the chunk size in ``checkpoints/chunks.json``, reused on
+resume); a short last chunk is padded with copies of its last dataset, so every chunk
+runs the one compiled program. A resume restores every chunk; a finished one trains no
+further. Training memory is that of one chunk: each chunk's problems are built when it
+starts, and only its maps and network parameters are kept once it ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import CheckpointError, Interrupted
+from helmholtz_pinn.fit import checkpoints, host_loop, memory
+from helmholtz_pinn.fit import placement as layout
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn.problem import Prepared, prepare
+
+CHUNKS_FILE = "chunks.json"
+
+
+@dataclasses.dataclass
+class Fitted:
+    """What :func:`fit` returns, per dataset in order: ``maps`` (mu (E, F, *grid) in Pa,
+    u_fit), ``preps`` (without their arrays), the member ``state`` (stacked; no Adam
+    state when chunked), the block ``history`` (chunks merged), the last chunk's
+    ``plan`` and the run ``facts`` (resume, chunks)."""
+
+    maps: list
+    preps: list[Prepared]
+    state: train.TrainState
+    history: list[dict]
+    plan: layout.Layout
+    facts: dict
+
+
+def fit(
+    datasets: list[Dataset],
+    cfg: Config,
+    shared: Config,
+    *,
+    stacked: bool,
+    devices,
+    callback,
+    progress,
+    ckpt,
+) -> Fitted:
+    """Fit ``datasets`` in chunks: ``cfg`` the user's settings (checked on resume),
+    ``shared`` the same with mu_ref and the Fourier scales set (:func:`prepare`).
+    ``ckpt``: (folder or None, data fingerprint of every member, resume mode)."""
+    folder, prints, resume = ckpt
+    folder = None if folder is None else Path(folder)
+    size = _chunk_size(datasets, shared, stacked, devices, folder if resume else None)
+    groups = [range(a, min(a + size, len(datasets))) for a in range(0, len(datasets), size)]
+    chunked = len(groups) > 1
+    if folder is not None and stacked:
+        _save_chunk_size(folder, size)
+    if chunked and resume == "strict" and not any(folder.glob("chunk-*/[0-9]*")):
+        raise CheckpointError(
+            f"no usable checkpoint in {folder}: resume='strict' (--resume-strict) does not "
+            "start a fit afresh"
+        )
+    rows = max(_voxel_rows(d, shared) for d in datasets) if chunked else None
+    mode = True if chunked and resume else resume  # a chunk not reached yet has none
+    e, maps, preps, states, histories = shared.ensemble, [], [], [], []
+    facts, done, unreadable = {}, 0, []
+    for c, idx in enumerate(groups):
+        if progress and chunked:
+            print(f"chunk {c + 1}/{len(groups)}: datasets {idx[0]}-{idx[-1]}", file=sys.stderr)
+        sub = folder / f"chunk-{c:03d}" if chunked and folder is not None else folder
+        pad = [idx[-1]] * (size - len(idx))  # a short last chunk reuses the compiled block
+        part = [prepare(datasets[i], shared) for i in idx]
+        part += part[-1:] * len(pad)  # the padding repeats the last dataset's problem
+        real = slice(0, len(idx) * e)
+        see = callback if not (pad and callback) else _members_only(callback, real)
+        state, history, plan, resumed = _fit_chunk(
+            part, cfg, stacked, devices, see, progress, (sub, prints, mode), rows
+        )
+        for j, (i, p) in enumerate(zip(idx, part[: len(idx)], strict=True)):
+            maps.append(_maps(rows_of(state, j, e, stacked), p, datasets[i]))
+            preps.append(_light(p))
+        if pad:
+            state = jax.tree.map(lambda a, real=real: a[real], state)
+            history = [host_loop.member_record(r, real) for r in history]
+        states.append(state._replace(opt_state=None) if chunked else state)
+        histories.append(history)
+        unreadable += resumed.pop("unreadable_checkpoints", [])
+        restored = resumed["resumed_from_step"] is not None
+        done += restored and resumed.pop("trained_blocks") == 0
+        if restored or not facts:
+            facts = {k: v for k, v in resumed.items() if k != "trained_blocks"}
+    if unreadable:
+        facts["unreadable_checkpoints"] = unreadable
+    if chunked:
+        if "no_checkpoint_in" in facts:
+            facts["no_checkpoint_in"] = str(folder)
+        facts.update(chunks=len(groups), datasets_per_chunk=size, chunks_already_done=done)
+    state = states[0] if not chunked else jax.tree.map(lambda *a: np.concatenate(a), *states)
+    return Fitted(maps, preps, state, merge_histories(histories), plan, facts)
+
+
+def _chunk_size(datasets, shared: Config, stacked: bool, devices, folder: Path | None) -> int:
+    """Datasets per chunk: the one saved in ``folder`` (a resume), else from
+    ``max_members_per_chunk`` or the memory estimate; all of them for one fit or an
+    ensemble of one dataset."""
+    if not stacked or len(datasets) == 1:
+        return len(datasets)
+    saved = None if folder is None else folder / CHUNKS_FILE
+    if saved is not None and saved.is_file():
+        return int(json.loads(saved.read_text())["datasets_per_chunk"])
+    members = shared.max_members_per_chunk
+    if members is None:
+        p = prepare(datasets[0], shared)
+        n = len(jax.devices()) if devices in (None, "all") else int(devices)
+        members = memory.members_per_chunk(p.spec, int(p.problem.count), n) or len(datasets)
+    return max(1, min(len(datasets), members // shared.ensemble))
+
+
+def _voxel_rows(dataset: Dataset, shared: Config) -> int:
+    """The voxel rows :func:`prepare` gives ``dataset`` (its mask after the form's
+    transform), without preparing it."""
+    spec = train.Spec.of(shared, dataset.ndim, dataset.n_freq, dataset.n_comp)
+    form = spec.form
+    return int((dataset if form.transform is None else form.transform(dataset)).mask.sum())
+
+
+def _save_chunk_size(folder: Path, size: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / CHUNKS_FILE).write_text(json.dumps({"datasets_per_chunk": size}))
+
+
+def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, ckpt, rows):
+    """Members, layout, placement, checkpoints (``ckpt``: folder or None, data
+    fingerprint, resume mode), the host loop; returns (host state, history, layout,
+    resume facts). ``rows``: pad every problem to this many voxel rows (one compiled
+    program for every chunk), else to the largest of ``preps``."""
+    spec = preps[0].spec
+    e = cfg.ensemble
+
+    def init(seed):
+        p = preps[0]
+        return jax.device_get(
+            train.init_state(
+                spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
+            )
+        )
+
+    seeds = [init(cfg.seed + k) for k in range(e)]
+    if stacked:
+        rows = rows or max(int(p.problem.count) for p in preps)
+        problem = train.stack_trees([_pad(p.problem, rows) for p in preps for _ in range(e)])
+        state, members = train.stack_trees(seeds * len(preps)), len(preps) * e
+    else:
+        problem, rows = preps[0].problem, int(preps[0].problem.count)
+        state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
+    plan = layout.plan(
+        devices,
+        rows=rows,
+        per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        batch_size=spec.batch_size,
+        members=members,
+        shared_problem=members > 0 and not stacked,
+    )
+    block = layout.compile_block(spec, cfg.sync_interval, plan)
+    state, problem = layout.place(state, problem, plan)
+    folder, data, resume = ckpt
+    ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)
+    before = 0 if host is None else len(host.history)
+    if callback is not None and plan.padded_members != members:  # it sees real members only
+        callback = _members_only(callback, slice(0, members))
+    try:
+        state, history = host_loop.fit(
+            state,
+            problem,
+            block,
+            cfg,
+            members=plan.padded_members,
+            host=host,
+            callback=callback,
+            on_block=ckpt,
+            progress=progress,
+        )
+    except Interrupted as stop:
+        where = "no checkpoint folder: nothing saved"
+        if ckpt is not None:
+            ckpt.save(stop.state, stop.host)
+            where = f"checkpoint in {ckpt.directory}; continue with --resume (resume=True)"
+        raise Interrupted(f"{stop}; {where}") from None
+    finally:
+        if ckpt is not None:
+            ckpt.close()
+    if plan.padded_members != members:
+        history = [host_loop.member_record(r, slice(0, members)) for r in history]
+    resumed["trained_blocks"] = len(history) - before
+    return layout.gather(state, plan), history, plan, resumed
+
+
+def _members_only(callback, rows: slice):
+    """``callback`` seeing the records of members ``rows`` only (not the padding)."""
+    return lambda record: callback(host_loop.member_record(record, rows))
+
+
+def merge_histories(histories: list[list[dict]]) -> list[dict]:
+    """One history from the chunks' histories: per block, the members' lists joined in
+    chunk order and the largest of each shared number (step, time_s); a chunk that
+    stopped early repeats its last record."""
+    if len(histories) == 1:
+        return histories[0]
+    merged = []
+    for j in range(max(len(h) for h in histories)):
+        records = [h[min(j, len(h) - 1)] for h in histories]
+
+        def join(key, records=records):
+            if isinstance(records[0][key], list):
+                return [v for r in records for v in r[key]]
+            return max(r[key] for r in records)
+
+        merged.append({k: join(k) for k in records[0]})
+    return merged
+
+
+def _light(prep: Prepared) -> Prepared:
+    """``prep`` without its per-voxel arrays (the run facts need only its scales)."""
+    return dataclasses.replace(
+        prep, problem=prep.problem._replace(x=None, u=None, pde=None), x_grid=None
+    )
+
+
+def _pad(problem: train.Problem, rows: int) -> train.Problem:
+    """A host Problem with x, u and pde zero-padded to ``rows`` rows (``count`` unchanged)."""
+
+    def pad(a):
+        return np.concatenate([a, np.zeros((rows - len(a),) + a.shape[1:], a.dtype)])
+
+    return problem._replace(x=pad(problem.x), u=pad(problem.u), pde=pad(problem.pde))
+
+
+def rows_of(state, i: int, ensemble: int, stacked: bool):
+    """Dataset i's member(s) of a host state: E stacked seeds, or one state."""
+    if not stacked:
+        return state
+    rows = i if ensemble == 1 else slice(i * ensemble, (i + 1) * ensemble)
+    return jax.tree.map(lambda a: a[rows], state)
+
+
+def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units) on every voxel of
+    the grid, from one state (E = 1) or E stacked ones."""
+    stacked = np.ndim(state.step) == 1
+    members = train.unstack_tree(state, len(state.step)) if stacked else [state]
+    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
+    mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
+    u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
+    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
+
+
+def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:
+    """Per-voxel values (prod(grid), *channels) -> (*channels, *grid)."""
+    values = np.moveaxis(values, 0, -1)
+    return values.reshape(values.shape[:-1] + dataset.grid)

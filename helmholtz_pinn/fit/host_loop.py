@@ -1,0 +1,241 @@
+"""The host loop: blocks on the device, schedules and roll-backs between them.
+
+``fit`` runs ceil(steps / sync_interval) compiled blocks and reads each block's losses
+once ("deferred loss"); every step trains. Between blocks, per member: a non-finite or
+exploding loss rolls back to the last good state with that member's rate halved; after
+the PDE warm-up a reduce-on-plateau schedule sets the rate and stops a member that no
+longer improves. The loop is the same for every layout: it sees a state (with a leading
+member axis when ``members`` > 0) and a compiled block. A first SIGINT (Ctrl-C) lets the
+current block finish and raises :class:`~helmholtz_pinn.errors.Interrupted` with the
+last good state (a second one interrupts at once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import DivergenceError, Interrupted
+from helmholtz_pinn.pinn.train import LOSS_NAMES, TrainState, set_learning_rate
+
+EXPLODE_FACTOR = 1e4  # a block whose mean loss exceeds this times the best so far diverged
+
+
+@dataclasses.dataclass
+class Plateau:
+    """Reduce-on-plateau on the block-mean loss (host side, between blocks).
+
+    ``stopped`` becomes True when the loss stalls for ``plateau_patience`` blocks with the
+    rate already at ``min_lr`` (early stop).
+    """
+
+    lr: float
+    best: float = math.inf
+    wait: int = 0
+    stopped: bool = False
+
+    def update(self, loss: float, cfg: Config) -> float:
+        if loss < self.best * 0.99:
+            self.best, self.wait = loss, 0
+        else:
+            self.wait += 1
+            if self.wait >= cfg.plateau_patience:
+                self.stopped = self.lr <= cfg.min_lr
+                self.lr, self.wait = max(self.lr * cfg.plateau_factor, cfg.min_lr), 0
+        return self.lr
+
+
+@dataclasses.dataclass
+class HostState:
+    """What the host loop carries between blocks (saved with checkpoints)."""
+
+    plateaus: list[Plateau]
+    retries: list[int]
+    history: list[dict]
+    elapsed_s: float = 0.0
+
+    @classmethod
+    def new(cls, cfg: Config, members: int) -> HostState:
+        return cls([Plateau(cfg.learning_rate) for _ in range(members)], [0] * members, [])
+
+    def rates(self) -> np.ndarray:
+        """Current rate per member; 0 for stopped members (Adam then leaves them fixed)."""
+        return np.array([0.0 if p.stopped else p.lr for p in self.plateaus])
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> HostState:
+        return cls(
+            [Plateau(**p) for p in d["plateaus"]],
+            list(d["retries"]),
+            list(d["history"]),
+            float(d.get("elapsed_s", 0.0)),
+        )
+
+
+def fit(
+    state: TrainState,
+    problem,
+    block: Callable,
+    cfg: Config,
+    *,
+    members: int = 0,
+    host: HostState | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
+    on_block: Callable[[TrainState, HostState], None] | None = None,
+    progress: bool = True,
+) -> tuple[TrainState, list[dict]]:
+    """Run ceil(steps / sync_interval) calls of ``block(state, problem)``; read the
+    losses once per block.
+
+    ``members``: 0 for one fit, else the leading member axis of ``state`` (records then
+    hold one value per member). A diverged member rolls every member back to the last
+    good state (the others recompute the same block bit for bit) with its rate halved,
+    at most ``max_retries`` times, else :class:`DivergenceError`. ``callback(record)``
+    may return True to stop; ``on_block(state, host)`` sees each good block
+    (checkpoints); ``host`` resumes a loop. SIGINT: :class:`Interrupted` after the block
+    that is running, carrying the last good (state, host).
+    """
+    batched = members > 0
+    n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
+    host = host or HostState.new(cfg, max(members, 1))
+    bar = _progress_bar(n_blocks * cfg.sync_interval, progress)
+    bar.update(len(host.history) * cfg.sync_interval)
+    t0 = time.perf_counter() - host.elapsed_s
+    good = state = _with_rates(state, host, batched)
+    with _sigint_flag() as interrupted:
+        while len(host.history) < n_blocks and not all(p.stopped for p in host.plateaus):
+            if interrupted:
+                bar.close()
+                step = int(np.asarray(good.step).max())
+                message = f"interrupted (SIGINT) at step {step} of {n_blocks * cfg.sync_interval}"
+                raise Interrupted(message, good, host)
+            new, losses = block(state, problem)
+            losses = np.asarray(losses).reshape(
+                max(members, 1), cfg.sync_interval, 3
+            )  # one host read
+            mean = losses.mean(axis=1)
+            best = np.array([p.best for p in host.plateaus])
+            bad = ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
+            if bad.any():
+                _roll_back(
+                    host,
+                    np.flatnonzero(bad),
+                    int(np.asarray(good.step).max()),
+                    mean,
+                    bar,
+                    cfg.max_retries,
+                )
+                state = _with_rates(good, host, batched)
+                continue
+            step = int(np.asarray(new.step).max())
+            if step > cfg.pde_warmup:
+                for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
+                    if not p.stopped:
+                        p.update(float(loss), cfg)
+            good = state = _with_rates(new, host, batched)
+            host.elapsed_s = time.perf_counter() - t0
+            record = _record(step, host, mean, losses[:, -1], batched)
+            host.history.append(record)
+            bar.update(cfg.sync_interval)
+            bar.set_postfix(
+                loss=f"{mean[:, 0].max():.3e}",
+                pde=f"{mean[:, 2].max():.2e}",
+                lr=f"{host.plateaus[0].lr:.1e}",
+            )
+            if on_block is not None:
+                on_block(state, host)
+            if callback is not None and callback(record):
+                break
+    bar.close()
+    return state, host.history
+
+
+@contextlib.contextmanager
+def _sigint_flag():
+    """A list that becomes non-empty at the first SIGINT inside the block (the loop then
+    stops after its current block); a second SIGINT raises KeyboardInterrupt at once.
+    Outside the main thread (where Python delivers signals) the list stays empty."""
+    flag: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def once(signum, frame):
+        flag.append(True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, once)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def _with_rates(state: TrainState, host: HostState, batched: bool) -> TrainState:
+    rates = host.rates()
+    return set_learning_rate(state, rates if batched else rates[0])
+
+
+def _roll_back(
+    host: HostState, bad: np.ndarray, step: int, mean: np.ndarray, bar, max_retries: int
+) -> None:
+    """Halve the rate of diverged members, or raise once one has used its retries."""
+    for i in bad:
+        if host.retries[i] >= max_retries:
+            bar.close()
+            who = "" if len(host.plateaus) == 1 else f" (member {i})"
+            raise DivergenceError(
+                f"loss diverged at step {step}{who} ({mean[i, 0]:.3g}) after "
+                f"{host.retries[i]} roll-backs; try a smaller --learning-rate than "
+                f"{host.plateaus[i].lr:.2g}"
+            )
+        host.retries[i] += 1
+        host.plateaus[i].lr *= 0.5
+
+
+def _record(step: int, host: HostState, mean, last, batched: bool) -> dict:
+    def value(column):
+        return [float(v) for v in column] if batched else float(column[0])
+
+    rates = host.rates()
+    return {
+        "step": step,
+        "time_s": host.elapsed_s,
+        "lr": [float(r) for r in rates] if batched else float(rates[0]),
+        **{n: value(mean[:, k]) for k, n in enumerate(LOSS_NAMES)},
+        **{f"last_{n}": value(last[:, k]) for k, n in enumerate(LOSS_NAMES)},
+        "retries": list(host.retries) if batched else host.retries[0],  # a copy per record
+    }
+
+
+def member_record(record: dict, rows: int | slice) -> dict:
+    """A batched history record restricted to member(s) ``rows`` (scalars unchanged)."""
+
+    def pick(v):
+        if not isinstance(v, list):
+            return v
+        return v[rows] if isinstance(rows, int) else list(v[rows])
+
+    return {k: pick(v) for k, v in record.items()}
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        from tqdm import tqdm
+
+        return tqdm(total=total, disable=True)
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, unit="step", dynamic_ncols=True)

@@ -1,0 +1,355 @@
+"""The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
+
+One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
+volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
+plain fit) of one stacked state, a :class:`helmholtz_pinn.fit.placement.Layout` says where they
+run, and the one host loop (:func:`helmholtz_pinn.fit.host_loop.fit`) trains them, in chunks when
+they do not fit at once (:mod:`helmholtz_pinn.fit.chunks`).
+
+Units at the edges (Pa, m, Hz), nondimensional inside: coordinates by the field of view
+L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from helmholtz_pinn.assess import fit_checks, input_checks, metrics
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.fit import checkpoints, chunks, host_loop
+from helmholtz_pinn.fit.chunks import to_grid  # noqa: F401  (re-exported)
+from helmholtz_pinn.io.dataset import Dataset, z_slices
+from helmholtz_pinn.pinn import problem, train
+from helmholtz_pinn.pinn.problem import (  # noqa: F401  (re-exported: the library's names)
+    Prepared,
+    field_of_view,
+    field_weights,
+    grid_coordinates,
+    prepare,
+    reference_modulus,
+    shared_settings,
+    wave_cycles,
+)
+from helmholtz_pinn.report.result import Result, make_result
+
+
+def invert(
+    data: Dataset | Sequence[Dataset],
+    config: Config | None = None,
+    *,
+    slicewise: bool = False,
+    devices: int | str | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
+    progress: bool = True,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool | str = False,
+    force: bool = False,
+    drop_empty_components: bool = False,
+    **overrides,
+) -> Result | list[Result]:
+    """Fit the PINN and return the modulus in Pa.
+
+    ``data``: one :class:`Dataset` (returns one Result), or a list of datasets of one
+    grid, F and C (one Result each, fitted as one batched program: every member has its
+    own scaling, loss, schedule, roll-back and early stop; mu_ref and the Fourier
+    scales are shared, see :func:`shared_settings`). ``slicewise``: fit every z-slice of
+    a 3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an
+    empty mask hold NaN). The default, one 3-D fit of a volume, uses the through-plane
+    derivatives and measured better on the elastic FEM volumes (docs/accuracy.md: 3.1 %
+    median G' error against 7.1 % slice by slice on a 20-voxel slab). ``overrides``
+    replace fields of ``config``; ``ensemble`` E > 1 gives each dataset E seeds (``mu``
+    their mean, ``mu_std`` their spread, over the members whose final loss is within
+    ``ensemble_keep`` times the lowest: :func:`kept_members`).
+    ``devices``: an int N or None/"all" (see :func:`helmholtz_pinn.fit.placement.plan`).
+    ``callback(record)`` once per block (return True to stop); with ``checkpoint_dir``
+    the fit is checkpointed every ``checkpoint_every`` blocks and, with ``resume``,
+    continues from the newest checkpoint there (``resumed_from_step`` and a note in the
+    run facts); with none there it notes so and starts at step 0, unless
+    ``resume="strict"``, which raises :class:`~helmholtz_pinn.errors.CheckpointError`
+    (as do other settings or other data than the checkpoint's). A batch of more members
+    than ``max_members_per_chunk`` (or than the memory holds) is fitted chunk by chunk
+    (:mod:`helmholtz_pinn.fit.chunks`), each chunk checkpointed on its own. Ctrl-C (SIGINT)
+    finishes the running block, writes a final checkpoint and raises
+    :class:`~helmholtz_pinn.errors.Interrupted`.
+
+    Every dataset is first checked against MRE physics
+    (:func:`helmholtz_pinn.assess.input_checks.check`: frequency in Hz, spacing in m, a resolved
+    shear wave, no empty component); ``force=True`` fits anyway and records the problems
+    as notes. ``drop_empty_components=True`` drops the components that are zero or
+    negligible at every frequency (recorded as ``dropped_components`` in the run facts).
+
+    Raises :class:`~helmholtz_pinn.errors.InputError` for unusable input and
+    :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
+    """
+    cfg = (config or Config()).replace(**overrides)
+    resume = checkpoints.resume_mode(resume)
+    t0 = time.perf_counter()
+    one = isinstance(data, Dataset)
+    if slicewise and not one:
+        raise InputError("slicewise=True takes one 3-D Dataset, not a list")
+    admitted = [
+        _admit(d, force, drop_empty_components) for d in ([data] if one else _check_batch(data))
+    ]
+    checks = [facts for _, facts in admitted]
+    data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
+    for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
+        metrics.interior_mask(d.mask, cfg.metric_margin, (0, 1) if slicewise else None)
+    datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
+    stacked = len(datasets) > 1 or slicewise
+    estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
+    shared = shared_settings(datasets, cfg, estimates)
+    prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
+    run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
+    fitted = chunks.fit(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
+    state, history, preps, maps = fitted.state, fitted.history, fitted.preps, fitted.maps
+    facts = dict(devices=len(fitted.plan.devices), parallel=fitted.plan.mode, **fitted.facts)
+    e = cfg.ensemble
+    members = [chunks.rows_of(state, i, e, stacked) for i in range(len(datasets))]
+    wall = time.perf_counter() - t0
+    if slicewise:
+        return _warn_short(
+            _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts, checks)
+        )
+    results = []
+    for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
+        rows = slice(i * e, (i + 1) * e) if e > 1 else i
+        hist = [host_loop.member_record(r, rows) for r in history] if stacked else history
+        run = run_facts(prep, cfg, members[i], hist, wall, **facts, **checks[i])
+        if stacked:
+            run.update(batch_members=len(datasets), batch_index=i)
+        kept = _kept_members(run, cfg)
+        u_mean = u_fit[kept].mean(axis=0)
+        results.append(make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i]))
+    _warn_short(results[0])
+    return results if stacked else results[0]
+
+
+def kept_members(final_losses, keep: float) -> list[int]:
+    """Indices of the ensemble members whose final loss is at most ``keep`` times the
+    lowest (every member when none is finite): the members of the mean map."""
+    losses = np.asarray(final_losses, float).reshape(-1)
+    finite = np.isfinite(losses)
+    if not finite.any():
+        return list(range(losses.size))
+    limit = keep * losses[finite].min()
+    return [i for i in range(losses.size) if finite[i] and losses[i] <= limit]
+
+
+def _kept_members(run: dict, cfg: Config) -> list[int]:
+    """The members of one dataset's ensemble that its map averages (:func:`kept_members`
+    on ``run['final_loss']``); the seeds left out are added to ``run`` (a note and
+    ``ensemble_dropped_seeds``) and warned about."""
+    if cfg.ensemble == 1:
+        return [0]
+    losses = np.asarray(run["final_loss"], float).reshape(-1)
+    kept = kept_members(losses, cfg.ensemble_keep)
+    dropped = [i for i in range(losses.size) if i not in kept]
+    run["ensemble_dropped_seeds"] = [cfg.seed + i for i in dropped]
+    if dropped:
+        ratios = ", ".join(f"{losses[i] / np.nanmin(losses):.2g}x" for i in dropped)
+        note = (
+            f"ensemble: seeds {run['ensemble_dropped_seeds']} ended at {ratios} the lowest "
+            f"final loss (ensemble_keep={cfg.ensemble_keep:g}): a poorer optimum, left out "
+            f"of the mean map and its spread ({len(kept)} of {losses.size} members kept)"
+        )
+        _note_and_warn(run, note)
+    return kept
+
+
+def _note_and_warn(run: dict, note: str) -> None:
+    """Add ``note`` to the run facts' notes and warn it (FitQualityWarning)."""
+    run["notes"] = [*run.get("notes", []), note]
+    warnings.warn(note, fit_checks.FitQualityWarning, stacklevel=4)
+
+
+def _warn_short(result: Result) -> Result:
+    """Warn (FitQualityWarning) once per call for a short-run note of ``result``."""
+    for note in result.metrics.get("notes", []):
+        if note.startswith(SHORT_RUN):
+            warnings.warn(note, fit_checks.FitQualityWarning, stacklevel=3)
+    return result
+
+
+SHORT_RUN = "short run"
+
+
+def _admit(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
+    """The plausibility check at the door: (dataset, its run facts) with the empty
+    components dropped when ``drop``; raises InputError unless ``force``."""
+    facts = {}
+    if drop:
+        dataset, dropped = input_checks.drop_empty_components(dataset)
+        facts["dropped_components"] = dropped
+    facts["ahi_estimate_pa"] = input_checks.estimate(dataset)  # once: check, mu_ref, quality
+    notes = input_checks.check(dataset, force=force, modulus=facts["ahi_estimate_pa"])
+    if notes:
+        facts["input_notes"] = notes
+    return dataset, facts
+
+
+def _check_batch(datasets) -> list[Dataset]:
+    datasets = list(datasets)
+    if not datasets:
+        raise InputError("invert needs a Dataset or a non-empty list of Dataset; got an empty list")
+    first = datasets[0]
+    for i, d in enumerate(datasets):
+        if not isinstance(d, Dataset):
+            raise InputError(f"datasets[{i}] must be a Dataset; got {type(d).__name__}")
+        if (d.grid, d.n_freq, d.n_comp) != (first.grid, first.n_freq, first.n_comp):
+            raise InputError(
+                "a batch of datasets must share one grid, F and C (one compiled program); "
+                f"datasets[0] has grid {first.grid}, F={first.n_freq}, C={first.n_comp} but "
+                f"datasets[{i}] has grid {d.grid}, F={d.n_freq}, C={d.n_comp}; invert them "
+                "in separate calls"
+            )
+    return datasets
+
+
+def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
+    """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
+    ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
+    NaN members, which :func:`make_result` skips)."""
+    run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
+    skipped = [k for k in range(volume.grid[2]) if k not in keep]
+    run.update(slices_fitted=keep, slices_skipped=skipped)
+    e = cfg.ensemble
+    losses = np.asarray(run["final_loss"], float).reshape(len(keep), e)
+    mus = np.full((e, volume.n_freq, *volume.grid), np.nan + 0j)
+    u_fit = np.full(volume.u.shape, np.nan + 0j)
+    dropped = {}
+    for (m, u), k, loss in zip(maps, keep, losses, strict=True):
+        kept = kept_members(loss, cfg.ensemble_keep) if e > 1 else [0]
+        mus[kept, ..., k], u_fit[..., k] = m[kept], u[kept].mean(axis=0)
+        if len(kept) < e:
+            dropped[str(k)] = [cfg.seed + i for i in range(e) if i not in kept]
+    if e > 1:
+        run["ensemble_dropped_seeds"] = dropped
+    if dropped:
+        note = (
+            f"ensemble: on z-slices {sorted(map(int, dropped))} some seeds ended above "
+            f"ensemble_keep={cfg.ensemble_keep:g} times the slice's lowest final loss (a "
+            "poorer optimum) and are left out of that slice's map and spread "
+            "(ensemble_dropped_seeds: slice -> seeds)"
+        )
+        _note_and_warn(run, note)
+    return make_result(volume, cfg, mus, u_fit, run, history, state)
+
+
+def run_facts(
+    prep: Prepared, cfg: Config, state, history: list[dict], wall_s: float, **extra
+) -> dict:
+    """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
+    margin (voxels) and the fraction of the mask's voxels with a PDE residual, final
+    losses (nondimensional), retries; ``extra`` adds or overrides entries."""
+    last = history[-1] if history else {}
+    facts = {
+        "steps": int(np.asarray(state.step).max()),
+        "wall_time_s": wall_s,
+        "device": str(jax.devices()[0]),
+        "ensemble": cfg.ensemble,
+        "pde": prep.spec.pde,
+        "mu_ref_pa": prep.scales.mu_ref,
+        "length_m": prep.scales.length,
+        "sigma_u": prep.sigma_u,
+        "sigma_mu": prep.sigma_mu,
+        "sigma_factor_u": prep.sigma_factor_u,
+        "batch_size": prep.spec.batch_size,
+        "pde_margin": prep.pde_margin,
+        "pde_fraction": prep.pde_fraction,
+        **{f"final_{k}": last.get(f"last_{k}") for k in ("loss", "data", "pde")},
+        "retries": last.get("retries", 0),
+        "weighting": cfg.weighting,
+        "noise_fraction": [
+            [round(float(n), 4) if np.isfinite(n) else None for n in row] for row in prep.noise
+        ],
+        "field_weight": np.round(np.asarray(prep.problem.weight, float), 4).tolist(),
+        "assumption": _assumption(prep.spec),
+        **extra,
+    }
+    facts["notes"] = run_notes(cfg, facts)
+    auto = cfg.sigma_factor_u is None and cfg.sigma_u is None
+    if auto and prep.spec.ndim == 2 and prep.sigma_factor_u != problem.SIGMA_FACTOR_U_2D:
+        facts["notes"].append(
+            f"noisy 2-D data (the best field's noise fraction is at least {problem.NOISY_2D}): "
+            f"the u-network's Fourier scale uses sigma_factor_u={prep.sigma_factor_u:g}, not "
+            f"{problem.SIGMA_FACTOR_U_2D:g}, against a collapse of the modulus; a volume, where "
+            "there is one, is the better input"
+        )
+    return facts
+
+
+def run_notes(cfg: Config, facts: dict) -> list[str]:
+    """What a user should know about how the run went: a resume (or a resume that found
+    no checkpoint), the steps rounded up to whole blocks, an early stop, a fit that
+    ended inside the PDE warm-up or before the learning-rate schedule could act, a PDE
+    margin (how much of the mask it leaves without a residual), and the facts'
+    assumption. The warm-up note also comes as a
+    :class:`~helmholtz_pinn.assess.fit_checks.FitQualityWarning` (from :func:`invert`)."""
+    planned = math.ceil(cfg.steps / cfg.sync_interval) * cfg.sync_interval
+    ran, notes = facts["steps"], []
+    notes += [
+        f"{u}: deleted; resumed from an older one" for u in facts.get("unreadable_checkpoints", [])
+    ]
+    if facts.get("resumed_from_step") is not None:
+        done = facts.get("chunks_already_done")
+        notes.append(
+            f"resumed from step {facts['resumed_from_step']} of {planned} ({facts['resumed_from']})"
+            + (f"; {done} of {facts['chunks']} chunks were finished already" if done else "")
+        )
+    elif facts.get("no_checkpoint_in"):
+        notes.append(f"no usable checkpoint in {facts['no_checkpoint_in']}: started at step 0")
+    if facts.get("cleared_checkpoints"):
+        notes.append(
+            f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']}: a fit "
+            "without --resume (resume=True) starts afresh"
+        )
+    if planned != cfg.steps:
+        notes.append(
+            f"steps={cfg.steps} rounded up to {planned}: a whole number of "
+            f"sync_interval={cfg.sync_interval} blocks"
+        )
+    if ran < planned:
+        notes.append(f"stopped early at step {ran} of {planned}: the loss stalled at min_lr")
+    if ran < cfg.pde_warmup:
+        notes.append(
+            f"{SHORT_RUN}: the fit ended at step {ran}, before the PDE weight finished its "
+            f"warm-up (pde_warmup={cfg.pde_warmup}); the modulus is barely constrained: "
+            "use more steps (or a shorter pde_warmup)"
+        )
+    elif ran <= cfg.plateau_patience * cfg.sync_interval:
+        notes.append(
+            f"{SHORT_RUN}: {ran} steps are at most plateau_patience={cfg.plateau_patience} "
+            "blocks: the learning-rate schedule never acted"
+        )
+    if facts.get("pde_margin"):
+        notes.append(
+            f"the PDE residual of the mask's in-plane rim of {facts['pde_margin']} voxel(s) was "
+            f"left out of the loss ({1 - facts['pde_fraction']:.0%} of the mask's voxels): "
+            "the modulus there is the mu-network's continuation from inside (pde_margin; 0 "
+            "fits the PDE everywhere)"
+        )
+    if facts.get("dropped_components"):
+        notes.append(
+            f"dropped the empty component(s) {facts['dropped_components']} (0-based) of u "
+            "(drop_empty_components)"
+        )
+    notes += facts.get("input_notes", [])
+    return notes + ([facts["assumption"]] if facts.get("assumption") else [])
+
+
+def _assumption(spec: train.Spec) -> str | None:
+    """What a fit of a 2-D slice of three-component motion assumes, or None."""
+    if spec.ndim != 2 or spec.n_comp != 3:
+        return None
+    return (
+        "2-D slice of 3-D motion: through-plane derivatives taken as zero (waves in the "
+        "slice plane); fit the volume when the neighbouring slices exist"
+    )

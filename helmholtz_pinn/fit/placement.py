@@ -1,0 +1,332 @@
+"""Devices: plan where a fit runs (a :class:`Layout`), place its arrays, compile its block.
+
+One 1-D ``jax.sharding.Mesh`` over D devices, used in one of two ways:
+
+- *members* (independent fits: slices, datasets, ensemble seeds): the stacked state and
+  problem are split along their leading member axis, ``P("devices")``; members never
+  communicate, so each device runs S / D of them with unchanged math.
+- *data parallel* (one large problem): the masked voxels are split into D shards, one
+  per device, under ``shard_map``; every device draws ceil(B / D) voxels per step from
+  its shard and the gradient of the global batch mean is summed across devices
+  (:func:`helmholtz_pinn.pinn.train.train_step` with ``axis_name``). Parameters and Adam's
+  state stay replicated.
+
+Memory (:mod:`helmholtz_pinn.fit.memory`): :func:`plan` refuses a layout whose problem
+would not fit.
+
+This module owns no entry point and no training step: :func:`compile_block` applies a
+layout to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+from typing import NamedTuple
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from helmholtz_pinn.errors import ConfigError
+from helmholtz_pinn.fit import memory
+from helmholtz_pinn.pinn import model, train
+
+AXIS = "devices"
+DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
+
+
+class Layout(NamedTuple):
+    """Where and how a fit runs.
+
+    devices: the devices (a 1-D mesh over them when more than one).
+    members: independent fits stacked on a leading axis (0: one fit, no member axis),
+      padded to a multiple of the device count when split across devices.
+    shared_problem: the members share one problem (an ensemble of seeds).
+    data_parallel: one fit with its voxels split across the devices.
+    """
+
+    devices: tuple
+    members: int = 0
+    shared_problem: bool = False
+    data_parallel: bool = False
+
+    @property
+    def mesh(self) -> Mesh:
+        return Mesh(np.asarray(self.devices), (AXIS,))
+
+    @property
+    def padded_members(self) -> int:
+        """Members after padding to a multiple of the device count (0 for no axis)."""
+        return self.members and -(-self.members // len(self.devices)) * len(self.devices)
+
+    @property
+    def mode(self) -> str:
+        """One word for ``metrics.json``."""
+        if self.data_parallel:
+            return "data-parallel"
+        if not self.members:
+            return "single"
+        return "ensemble" if self.shared_problem else "members"
+
+
+# --- memory ------------------------------------------------------------------
+
+
+# --- planning --------------------------------------------------------------------
+
+
+def plan(
+    devices: int | str | None,
+    *,
+    rows: int,
+    per_voxel: int,
+    batch_size: int,
+    members: int = 0,
+    shared_problem: bool = False,
+) -> Layout:
+    """The one planning function: which devices, and split by member or by voxel.
+
+    ``devices``: an int N (the first N visible devices) or None/"all": every visible
+    device when the work splits well, else one: ``members`` >= the device count, or
+    (one fit) every device still drawing ``DP_MIN_POINTS`` points per step, or a problem
+    that does not fit one device. Under many processes (:func:`initialize_distributed`)
+    every device of every process takes part: ``devices`` must be None/"all" or their
+    number. ``rows`` voxel rows per problem of ``per_voxel`` bytes; the memory needed
+    per device is checked here (on this process's first device).
+    """
+    visible = jax.devices()
+    stacked = members if members and not shared_problem else 1
+    if jax.process_count() > 1:
+        if devices not in (None, "all", len(visible), str(len(visible))):
+            raise ConfigError(
+                f"devices={devices!r}, but under {jax.process_count()} processes every "
+                f"process's devices take part: use 'all' or {len(visible)}"
+            )
+        devices = len(visible)
+    if devices in (None, "all"):
+        n = len(visible)
+        if members:
+            use = members >= n
+        else:
+            free = memory.free_device_memory(visible[0])
+            too_big = free is not None and rows * per_voxel > memory.MEMORY_FRACTION * free
+            use = min(batch_size, rows) >= DP_MIN_POINTS * n or too_big
+        chosen = visible if use else visible[:1]
+    else:
+        if isinstance(devices, str) and devices.isdigit():
+            devices = int(devices)
+        if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
+            raise ConfigError(f"devices must be a positive integer, 'all' or None; got {devices!r}")
+        if devices > len(visible):
+            raise ConfigError(
+                f"devices={devices} but only {len(visible)} device(s) are visible: "
+                f"{[str(d) for d in visible]}"
+            )
+        chosen = visible[:devices]
+    n = len(chosen)
+    data_parallel = n > 1 and not members
+    if data_parallel and rows < n:
+        raise ConfigError(f"a problem of {rows} voxels cannot be split over {n} devices")
+    per_device = math.ceil(rows / n) if data_parallel else rows * math.ceil(stacked / n)
+    memory.check_device_memory(per_device, per_voxel, device=jax.local_devices()[0])
+    return Layout(tuple(chosen), members, shared_problem, data_parallel)
+
+
+# --- shardings, placement, the compiled block -------------------------------------
+
+
+def _problem_axes(layout: Layout) -> train.Problem:
+    """PartitionSpecs of a Problem: rows split (data parallel) or members split."""
+    if layout.data_parallel:
+        return train.Problem(P(AXIS), P(AXIS), P(), P(), P(AXIS), P(), P(), P(AXIS))
+    split = P() if layout.shared_problem or not layout.members else P(AXIS)
+    return train.Problem(*[split] * len(train.Problem._fields))
+
+
+def _state_axes(state, layout: Layout):
+    """PartitionSpecs of a state: members split along ``AXIS``, except the step and the
+    optimizer's hyperparameters (read and set by the host loop), which are replicated."""
+    if not layout.members:
+        return jax.tree.map(lambda _: P(), state)
+    axes = jax.tree.map(lambda _: P(AXIS), state)
+    hyper = jax.tree.map(lambda _: P(), state.opt_state.hyperparams)
+    return axes._replace(step=P(), opt_state=axes.opt_state._replace(hyperparams=hyper))
+
+
+def _named(axes, mesh: Mesh):
+    return jax.tree.map(lambda s: NamedSharding(mesh, s), axes, is_leaf=lambda s: isinstance(s, P))
+
+
+def compiler_options(spec: train.Spec) -> dict:
+    """XLA options of a block: :func:`helmholtz_pinn.pinn.model.gemm_options` of its batch
+    per device and dimension (cuBLAS GEMMs on a GPU for large batches and volumes)."""
+    return model.gemm_options(spec.batch_size, spec.ndim)
+
+
+@functools.lru_cache(maxsize=32)
+def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
+    """The jitted block of ``n_steps`` steps for ``layout``, cached on (spec, n_steps,
+    layout): a new seed, step count or learning rate reuses the compiled program."""
+    if len(layout.devices) == 1:
+        return jax.jit(
+            train.block_fn(
+                spec, n_steps, members=bool(layout.members), shared_problem=layout.shared_problem
+            ),
+            compiler_options=compiler_options(spec),
+        )
+    mesh = layout.mesh
+    whole = NamedSharding(mesh, P())
+    if layout.data_parallel:
+        local = dataclasses.replace(spec, batch_size=math.ceil(spec.batch_size / mesh.size))
+        block = train.block_fn(local, n_steps, axis_name=AXIS)
+        axes = _problem_axes(layout)
+        fn = _shard_map(block, mesh, in_specs=(P(), axes), out_specs=(P(), P()))
+        return jax.jit(
+            fn,
+            in_shardings=(whole, _named(axes, mesh)),
+            out_shardings=(whole, whole),
+            compiler_options=compiler_options(local),
+        )
+    block = train.block_fn(spec, n_steps, members=True, shared_problem=layout.shared_problem)
+    template = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
+    state_sh = _named(_state_axes(template, layout), mesh)
+    problem_sh = _named(_problem_axes(layout), mesh)
+    return jax.jit(
+        block,
+        in_shardings=(state_sh, problem_sh),
+        out_shardings=(state_sh, whole),
+        compiler_options=compiler_options(spec),
+    )
+
+
+def place(state, problem, layout: Layout):
+    """Host (state, problem) -> device arrays for ``layout``: members padded to a multiple
+    of the device count and split, or voxels split into shards, or put on one device."""
+    if len(layout.devices) == 1:
+        return jax.device_put((state, problem), layout.devices[0])
+    mesh, n = layout.mesh, len(layout.devices)
+    if layout.data_parallel:
+        problem = shard_voxels(problem, n)
+    elif layout.members:
+        state = pad_members(state, n)
+        if not layout.shared_problem:
+            problem = pad_members(problem, n)
+    return (
+        _put(state, _named(_state_axes(state, layout), mesh)),
+        _put(problem, _named(_problem_axes(layout), mesh)),
+    )
+
+
+def _put(tree, shardings):
+    """Host arrays -> global arrays; each process fills only its addressable shards, so
+    the same call works on one host and across hosts."""
+    leaves, treedef = jax.tree.flatten(jax.device_get(tree))
+    shards = treedef.flatten_up_to(shardings)
+
+    def put(a, sharding):
+        a = np.asarray(a)
+        return jax.make_array_from_callback(a.shape, sharding, lambda idx: a[idx])
+
+    return treedef.unflatten([put(a, s) for a, s in zip(leaves, shards, strict=True)])
+
+
+def gather(state, layout: Layout):
+    """Device state -> NumPy on this host, padding members dropped."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        state = multihost_utils.process_allgather(state, tiled=True)
+    state = jax.device_get(state)
+    if layout.members and layout.padded_members != layout.members:
+        state = jax.tree.map(lambda a: a[: layout.members], state)
+    return state
+
+
+def pad_members(tree, multiple: int):
+    """Host pytree with a leading member axis, padded to a multiple of ``multiple`` by
+    repeating the last member (extra members train too; their results are dropped)."""
+
+    def pad(a):
+        a = np.asarray(a)
+        if a.ndim == 0:
+            return a
+        extra = -a.shape[0] % multiple
+        return np.concatenate([a, np.repeat(a[-1:], extra, axis=0)]) if extra else a
+
+    return jax.tree.map(pad, jax.device_get(tree))
+
+
+def shard_voxels(problem: train.Problem, n: int) -> train.Problem:
+    """Host Problem -> ``n`` shards stacked along the rows: the valid rows split into n
+    near-equal parts (each padded to m = ceil(M / n) rows), ``count`` (n,) per shard."""
+    x, u, pde = np.asarray(problem.x), np.asarray(problem.u), np.asarray(problem.pde)
+    count = int(problem.count)
+    m = math.ceil(count / n)
+    parts = np.array_split(np.arange(count), n)
+
+    def rows(a):
+        out = np.zeros((n * m,) + a.shape[1:], a.dtype)
+        for i, idx in enumerate(parts):
+            out[i * m : i * m + len(idx)] = a[idx]
+        return out
+
+    counts = np.array([len(idx) for idx in parts], np.int32)
+    return problem._replace(x=rows(x), u=rows(u), pde=rows(pde), count=counts)
+
+
+def _shard_map(fn, mesh, in_specs, out_specs):
+    """``jax.shard_map`` (JAX >= 0.6) or the experimental one, collectives written out."""
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+    from jax.experimental.shard_map import shard_map
+
+    return shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
+
+
+def initialize_distributed(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> bool:
+    """Start JAX's multi-controller runtime (one process per host, or several on one
+    host) before any other JAX call: ``jax.distributed.initialize``.
+
+    The launch is given by the arguments (the CLI's ``--coordinator HOST:PORT
+    --num-processes P --process-id I``; all three or none), else by
+    ``JAX_COORDINATOR_ADDRESS`` (host:port of process 0), ``JAX_NUM_PROCESSES`` and
+    ``JAX_PROCESS_ID``; in a Slurm job step (``srun``) or under Open MPI with more
+    than one task and none of them set, JAX detects them itself (one GPU per task).
+    Returns False (and does nothing) outside such a launch; True once initialised (a
+    second call does nothing). On the CPU the collectives between processes are
+    gloo's (this JAX's default).
+    """
+    if jax.distributed.is_initialized():
+        return True
+    env = os.environ
+    given = (coordinator, num_processes, process_id)
+    if all(v is None for v in given) and ("JAX_NUM_PROCESSES" in env or "JAX_PROCESS_ID" in env):
+        names = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
+        missing = [k for k in names if k not in env]
+        if missing:
+            raise ConfigError(f"multi-host launch: set {missing} too (see docs/scaling.md)")
+        given = (env[names[0]], int(env[names[1]]), int(env[names[2]]))
+    if any(v is not None for v in given):
+        if any(v is None for v in given):
+            raise ConfigError(
+                "a launch over many processes needs coordinator, num_processes and "
+                f"process_id; got {given}"
+            )
+        jax.distributed.initialize(
+            coordinator_address=given[0], num_processes=given[1], process_id=given[2]
+        )
+        return True
+    # an srun job step (not the batch script itself, whose SLURM_NTASKS counts the
+    # allocation's tasks while it runs alone), or mpirun
+    tasks = env.get("SLURM_STEP_NUM_TASKS") if "SLURM_JOB_ID" in env else None
+    tasks = tasks or env.get("OMPI_COMM_WORLD_SIZE")
+    if tasks is not None and tasks.isdigit() and int(tasks) > 1:
+        jax.distributed.initialize()
+        return True
+    return False

@@ -1,0 +1,1 @@
+"""Forward models: the scalar finite-difference solver, the elastic FEM solver, phantoms."""

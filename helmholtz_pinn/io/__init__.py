@@ -1,0 +1,1 @@
+"""Input: datasets, their validation, scanner readers, conversion, presets, masks."""

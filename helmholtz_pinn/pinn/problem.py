@@ -1,0 +1,233 @@
+"""A dataset as a training problem: nondimensional coordinates, fields and weights.
+
+x' = x / L (L the field of view, m), u' = u / s (s the RMS of each frequency's and
+component's field in the mask), mu' = mu / mu_ref (Pa), kappa_f = rho omega_f^2 L^2 /
+mu_ref; the noise-aware weight of each field (:func:`field_weights`) and the Fourier
+scales (cycles per field of view) from the shortest expected wavelength.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from helmholtz_pinn.assess import stencils
+from helmholtz_pinn.assess.metrics import interior_mask
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn import scaling, train
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A dataset in nondimensional form, plus what is needed to map back to Pa."""
+
+    problem: train.Problem  # host (NumPy) arrays
+    spec: train.Spec
+    scales: scaling.Scales
+    sigma_u: float  # Fourier scales, cycles per field of view
+    sigma_mu: float
+    x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
+    u_scale: np.ndarray  # (F, C) RMS of u, the data's unit (1 for an all-zero field)
+    noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
+    pde_margin: int  # voxels of the in-plane rim without a PDE residual
+    pde_fraction: float  # fraction of the mask's voxels whose PDE residual is in the loss
+    sigma_factor_u: float  # the u-network's factor of the automatic Fourier scale
+
+
+def field_of_view(dataset: Dataset) -> float:
+    """L = the largest extent (n - 1) h of the grid, m."""
+    return float(max((n - 1) * h for n, h in zip(dataset.grid, dataset.spacing, strict=True)))
+
+
+def grid_coordinates(dataset: Dataset, length: float) -> np.ndarray:
+    """Voxel-centre coordinates x / L, shape (prod(grid), d), C order of the grid."""
+    axes = [np.arange(n) * h / length for n, h in zip(dataset.grid, dataset.spacing, strict=True)]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=-1).astype(np.float32)
+
+
+def reference_modulus(dataset: Dataset, cfg: Config, estimate: float | None = None) -> float:
+    """mu_ref in Pa: the configured value, else ``estimate`` (the data's AHI estimate,
+    Pa, when the caller has it), else a robust estimate from the data."""
+    if cfg.mu_ref is not None:
+        return float(cfg.mu_ref)
+    if estimate is not None:
+        return float(estimate)
+    from helmholtz_pinn.assess.baselines import estimate_modulus
+
+    try:
+        return float(estimate_modulus(dataset))
+    except ValueError as err:  # e.g. a constant field: no wave to estimate from
+        message = f"cannot estimate mu_ref from the data ({err}); give --mu-ref (Pa)"
+        raise InputError(message) from err
+
+
+def shortest_wavelength(dataset: Dataset, mu_ref: float) -> float:
+    """lambda_min = sqrt(mu_ref / rho) / f_max, m (mu_ref in Pa, f in Hz): the shortest
+    shear wavelength expected in the data."""
+    return float(np.sqrt(mu_ref / dataset.rho) / np.max(dataset.frequency))
+
+
+def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
+    """Shortest expected wavelengths per field of view: L / lambda_min
+    (:func:`shortest_wavelength`)."""
+    return field_of_view(dataset) / shortest_wavelength(dataset, mu_ref)
+
+
+# One 3-D fit: the u-network's Fourier factor, the through-plane ratio and the batch.
+# H200, navier, 2026-12-01, tuning volume (four-target 80 x 100 x 10, clean / -20 dB),
+# median G' error, isotropic, 128 x 3 networks, batch 2048: factor 1.0: 27 / 30 %, 0.5:
+# 13 / 16 %, 0.25: 7.1 / 8.3 %, 0.18: 6.7 / 7.4 %, 0.12: 7.0 / 7.8 %; 256 x 3 networks
+# with 128 features, factor 0.5, through-plane ratio 0.25, batch 4096: 4.8 / 6.7 %
+# (docs/accuracy.md, "3-D volumes"). Kept, not re-tuned, for the 512-wide 3-D default
+# (train.WIDTH): 3.7 / 5.6 %, and for its 128 x 3 mu-network at batch 2048: 3.7 / 5.6 %.
+SIGMA_FACTOR_U_3D = 0.5
+SIGMA_FACTOR_U_2D = 1.0
+# 2-D data whose best-measured field has at least this noise fraction get SIGMA_FACTOR_U_3D.
+# H200, 2026-12-02, elastic middle slices at -10 dB (best fraction 0.19-0.21): factor 1.0
+# collapsed to the modulus floor (99 %, the tuning slice and three held-out ones); 0.5 gave
+# 14.2 % (tuning) and 11.1-17.7 % (held-out); the scalar four-target at -10 dB (CPU): 98 % at
+# 1.0, 9.05 % at 0.5. At -20 dB (0.063-0.065 elastic, 0.098 scalar) 1.0 stays (docs/accuracy.md).
+NOISY_2D = 0.15
+
+
+def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
+    """The configured ``sigma_factor_u``, else :data:`SIGMA_FACTOR_U_3D` for 3-D data and
+    for 2-D data whose best field's noise fraction ``noise`` is at least :data:`NOISY_2D`
+    (a smoother u-network that does not fit the noise), else :data:`SIGMA_FACTOR_U_2D`."""
+    if cfg.sigma_factor_u is not None:
+        return cfg.sigma_factor_u
+    return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
+
+
+def best_noise(dataset: Dataset) -> float:
+    """The smallest noise fraction (:func:`stencils.field_noise` / :func:`stencils.field_rms`)
+    over the dataset's non-zero fields: how noisy its best-measured field is."""
+    rms = stencils.field_rms(dataset)
+    ratio = stencils.field_noise(dataset)[rms > 0] / rms[rms > 0]
+    return float(ratio.min()) if ratio.size else 0.0
+
+
+def shared_settings(
+    datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
+) -> Config:
+    """``cfg`` with mu_ref (Pa), sigma_factor_u and sigma_u/sigma_mu filled in, one value for
+    all datasets (members of one program share them): mu_ref the configured one, else the
+    median of the per-dataset estimates; sigma the configured one, else ``sigma_factor``
+    times the largest L / lambda_min (so every dataset's shortest wave is representable);
+    the u factor from :func:`sigma_factor_u` with the noisiest dataset's :func:`best_noise`.
+    ``estimates``: the datasets' AHI estimates (Pa) where already computed."""
+    estimates = [None] * len(datasets) if estimates is None else estimates
+    mu_ref = float(
+        np.median([reference_modulus(d, cfg, e) for d, e in zip(datasets, estimates, strict=True)])
+    )
+    cycles = max(wave_cycles(d, mu_ref) for d in datasets)
+    ndim, auto = datasets[0].ndim, cfg.sigma_factor_u is None and cfg.sigma_u is None
+    noise = max(best_noise(d) for d in datasets) if auto and ndim == 2 else 0.0
+    factor = sigma_factor_u(cfg, ndim, noise)
+    return cfg.replace(
+        mu_ref=mu_ref,
+        sigma_factor_u=factor,
+        sigma_u=cfg.sigma_u or factor * cycles,
+        sigma_mu=cfg.sigma_mu or cfg.sigma_factor_mu * cycles,
+    )
+
+
+def prepare(dataset: Dataset, cfg: Config) -> Prepared:
+    """Scale ``dataset`` and derive the Fourier scales (cycles per field of view):
+    sigma = factor * L / lambda_min with lambda_min = sqrt(mu_ref / rho) / f_max."""
+    cfg = shared_settings([dataset], cfg)
+    spec = train.Spec.of(cfg, dataset.ndim, dataset.n_freq, dataset.n_comp)
+    spec.form.check(dataset.n_comp, dataset.ndim)
+    if spec.form.transform is not None:
+        dataset = spec.form.transform(dataset)
+    length = field_of_view(dataset)
+    scales = scaling.make_scales(dataset.frequency, length, cfg.mu_ref, dataset.rho)
+    mask = dataset.mask.ravel()
+    u = dataset.u.reshape(dataset.n_freq, dataset.n_comp, -1)[..., mask]
+    u_scale = stencils.field_rms(dataset)
+    noise, weight = field_weights(dataset, u_scale, cfg)
+    unit = np.where(u_scale > 0, u_scale, 1.0)  # an all-zero field stays zero, weight 0
+    x_grid = grid_coordinates(dataset, length)
+    margin = pde_margin(dataset, cfg, spec.pde)
+    problem = train.Problem(
+        x=x_grid[mask],
+        u=np.moveaxis(u / unit[..., None], -1, 0).astype(np.complex64),
+        kappa=np.asarray(scales.kappa, np.float32),
+        omega_ratio=np.asarray(scales.omega_ratio, np.float32),
+        count=np.asarray(int(mask.sum()), np.int32),
+        weight=weight.astype(np.float32),
+        scale=(u_scale / u_scale.max(axis=1, keepdims=True)).astype(np.float32),
+        pde=pde_rows(dataset.mask, margin),
+    )
+    fraction = round(float(np.mean(problem.pde)), 4) if problem.pde.size else 0.0
+    return Prepared(
+        problem,
+        spec,
+        scales,
+        cfg.sigma_u,
+        cfg.sigma_mu,
+        x_grid,
+        unit,
+        noise,
+        margin,
+        fraction,
+        cfg.sigma_factor_u,
+    )
+
+
+def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
+    """Voxels of the in-plane rim without a PDE residual: the configured ``pde_margin``,
+    else the fraction :data:`helmholtz_pinn.pinn.train.PDE_MARGIN` (of the resolved form and
+    the data's dimension) of :func:`shortest_wavelength` (``cfg.mu_ref`` filled in by
+    :func:`shared_settings`) in in-plane voxels (their mean size, m), rounded, at least 1.
+    The layer it leaves out scales with the wavelength, not with the voxel."""
+    if cfg.pde_margin is not None:
+        return cfg.pde_margin
+    fraction = train.PDE_MARGIN.get(pde, {}).get(dataset.ndim, 0.0)
+    if not fraction:
+        return 0
+    voxel = float(np.mean(dataset.spacing[:2]))
+    return max(1, round(fraction * shortest_wavelength(dataset, cfg.mu_ref) / voxel))
+
+
+def pde_rows(mask: np.ndarray, margin: int) -> np.ndarray:
+    """(M,) float32 over the mask's voxels (C order): 1 where the PDE residual is fitted,
+    0 within ``margin`` voxels of the mask's rim along grid axes 0 and 1
+    (:func:`~helmholtz_pinn.assess.metrics.interior_mask`)."""
+    try:
+        inner = interior_mask(mask, margin, (0, 1))
+    except InputError as err:
+        raise InputError(f"pde_margin={margin}: {err}; set a smaller pde_margin") from err
+    return inner[mask].astype(np.float32)
+
+
+def field_weights(dataset: Dataset, rms: np.ndarray, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
+    """(noise fraction, loss weight), both (F, C), of each field of ``dataset``.
+
+    The noise fraction n_fc = sigma_fc / rms_fc: the estimated noise RMS
+    (:func:`stencils.field_noise`) over the field's RMS in the mask. With ``weighting="noise"`` the
+    weight is 1 / n_eff^2, n_eff = max(sigma_fc, noise_floor * max_c rms_fc) / rms_fc,
+    divided by its largest value: the inverse noise variance of the field in its own unit
+    (maximum likelihood), so equally noisy but weaker components count less, and a field
+    that is mostly noise or numerically zero counts almost nothing. ``"uniform"``: all 1.
+    Raises an InputError when every component of a frequency is zero.
+    """
+    dead = np.all(rms == 0, axis=1)
+    if dead.any():
+        raise InputError(
+            f"u is zero in the mask for every component at {dataset.frequency[dead].tolist()} "
+            "Hz; remove those frequencies"
+        )
+    sigma = stencils.field_noise(dataset)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        noise = np.where(rms > 0, sigma / rms, np.inf)
+        if cfg.weighting == "uniform":
+            return noise, np.where(rms > 0, 1.0, 0.0)
+        floor = cfg.noise_floor * rms.max(axis=1, keepdims=True)
+        weight = (rms / np.maximum(sigma, floor)) ** 2
+    return noise, weight / weight.max()

@@ -1,0 +1,398 @@
+"""Training: one state pytree, one pure step, one ``lax.scan`` block.
+
+Loss per step on a batch of B voxels drawn inside the mask from fold_in(key, step):
+    L = sum_fc w_fc [ mean |u'_net - u'_obs|^2 + w(step) mean |r|^2 ] / sum_fc w_fc,
+    w(step) = pde_weight min(1, step / pde_warmup)
+with r the residual of the configured PDE form (:mod:`helmholtz_pinn.pinn.forms`), its mean
+taken over the batch's voxels outside the PDE margin (``Problem.pde``), and w_fc the
+per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
+``n_steps`` full steps runs on the device; the host loop (:mod:`helmholtz_pinn.fit.host_loop`)
+reads the block's losses once and drives the schedules between blocks.
+
+Under ``shard_map`` (``axis_name`` set: data parallel over the voxels) every device
+samples its own shard and the gradient of the global batch mean is the share-weighted
+sum of the per-device gradients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.pinn import forms, scaling
+from helmholtz_pinn.pinn.model import (
+    GRAD,
+    HESS,
+    LAP,
+    VALUE,
+    FourierMLP,
+    apply_jet,
+    apply_pair,
+    gemm_options,
+    split_jet,
+)
+
+LOSS_NAMES = ("loss", "data", "pde")
+# The network sizes and the voxels per step when the Config leaves them None, by the
+# data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
+# u-network and frequencies (H200, elastic FEM volumes, tuning volume: 3.7 % median G'
+# error against 4.7 % at the 2-D sizes and 4.3 % slice by slice), and a 128 x 3
+# mu-network, which also carries the navier form's pressure of every frequency, at a batch
+# of 2048 (3.7 % / R 0.922 clean, 5.6 % / 0.899 at -20 dB against 3.7 % / 0.920 and
+# 5.6 % / 0.890 with 64 x 2 at batch 4096, in half the time: 29 s against 55 s per fit).
+# docs/accuracy.md, sixth session. In 3-D the navier pressure sits on the u-network
+# (G' error at -20 dB 0.6-1.0 points lower on the four volumes; seventh session).
+WIDTH = {2: 256, 3: 512}
+N_FEATURES = {2: 128, 3: 256}
+MU_WIDTH = {2: 64, 3: 128}
+MU_DEPTH = {2: 2, 3: 3}
+BATCH_SIZE = {2: 2048, 3: 2048}
+AUX_NETWORK = {2: "mu", 3: "u"}
+# The in-plane rim without a PDE residual (Config.pde_margin None), by form and dimension,
+# in shortest shear wavelengths: 3 voxels on the 1 mm FEM volumes; 3-D navier G' error
+# 3.7-3.9 -> 2.7 % on the tuning volume, no gain on 2-D slices (docs/accuracy.md).
+PDE_MARGIN = {"navier": {3: 1 / 6}}
+
+
+class Problem(NamedTuple):
+    """Device-side data, nondimensional: voxel coordinates x (M, d) in the mask,
+    observed u (M, F, C) complex, kappa (F,), omega_ratio (F,), ``count`` (the valid
+    rows; rows past it pad a problem to a batch's common M), ``weight`` (F, C), the
+    weight of each field in both loss terms, ``scale`` (F, C), each component's
+    data scale relative to the largest of its frequency, and ``pde`` (M,) float, 1 where
+    a row's PDE residual is fitted and 0 in the margin (``Config.pde_margin``)."""
+
+    x: Any
+    u: Any
+    kappa: Any
+    omega_ratio: Any
+    count: Any
+    weight: Any
+    scale: Any
+    pde: Any
+
+
+class TrainState(NamedTuple):
+    """Everything that changes during training, as one pytree."""
+
+    params: Any
+    consts: Any
+    opt_state: Any
+    step: Any
+    key: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What the compiled program depends on, and nothing else (it keys the compile
+    cache): data shapes, network sizes, PDE form, batch size and PDE weight schedule.
+    Seeds, step counts, learning rates and Fourier scales are not in it."""
+
+    ndim: int
+    n_freq: int
+    n_comp: int
+    width: int
+    depth: int
+    mu_width: int
+    mu_depth: int
+    n_features: int
+    activation: str
+    pde: str
+    mu_model: str
+    aux_network: str
+    batch_size: int
+    pde_weight: float
+    pde_warmup: int
+
+    @classmethod
+    def of(cls, cfg: Config, ndim: int, n_freq: int, n_comp: int) -> Spec:
+        """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
+        :class:`~helmholtz_pinn.errors.ConfigError` here; ``pde="auto"`` is resolved for
+        the data (:func:`helmholtz_pinn.pinn.forms.resolve`)."""
+        pde = forms.resolve(cfg.pde, n_comp)
+        forms.get(pde)
+        fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
+        settings = {k: getattr(cfg, k) for k in sorted(fields)}
+        by_ndim = {
+            "width": WIDTH,
+            "n_features": N_FEATURES,
+            "mu_width": MU_WIDTH,
+            "mu_depth": MU_DEPTH,
+            "batch_size": BATCH_SIZE,
+            "aux_network": AUX_NETWORK,
+        }
+        settings.update({k: settings[k] or v[ndim] for k, v in by_ndim.items()})
+        return cls(ndim, n_freq, n_comp, pde=pde, **settings)
+
+    @property
+    def form(self) -> forms.Form:
+        return forms.get(self.pde)
+
+    @property
+    def u_order(self) -> int:
+        needs = self.form.needs
+        return (
+            HESS
+            if "hess_u" in needs
+            else LAP
+            if "lap_u" in needs
+            else GRAD
+            if "grad_u" in needs
+            else VALUE
+        )
+
+    @property
+    def mu_order(self) -> int:
+        return GRAD if {"grad_mu", "grad_aux"} & self.form.needs else VALUE
+
+    @property
+    def aux_channels(self) -> int:
+        """Channels of the form's auxiliary fields: 2 F per field."""
+        return 2 * self.n_freq * self.form.aux
+
+    @property
+    def u_outputs(self) -> int:
+        """Channels of the u-network: 2 F C of u, then the auxiliary fields if it has them."""
+        return 2 * self.n_freq * self.n_comp + self.aux_channels * (self.aux_network == "u")
+
+    @property
+    def mu_outputs(self) -> int:
+        """Channels of the mu-network: the modulus, then the auxiliary fields if it has them."""
+        n_mu = scaling.mu_channels(self.n_freq, self.mu_model)
+        return n_mu + self.aux_channels * (self.aux_network == "mu")
+
+    def networks(self, sigma_u: float, sigma_mu: float) -> tuple[FourierMLP, FourierMLP]:
+        """The u- and mu-networks; sigma (cycles per field of view) only sets B at init."""
+        u = FourierMLP(
+            self.ndim,
+            self.u_outputs,
+            self.width,
+            self.depth,
+            self.n_features,
+            sigma_u,
+            self.activation,
+        )
+        mu = FourierMLP(
+            self.ndim,
+            self.mu_outputs,
+            self.mu_width,
+            self.mu_depth,
+            self.n_features,
+            sigma_mu,
+            self.activation,
+        )
+        return u, mu
+
+
+OPTIMIZER = optax.inject_hyperparams(optax.adam)  # the rate lives in the state: the host sets it
+
+
+def init_state(
+    spec: Spec,
+    seed: int,
+    sigma_u: float,
+    sigma_mu: float,
+    learning_rate: float,
+    ratio_z: float = 1.0,
+) -> TrainState:
+    """Initialise both networks (fixed Fourier matrices in ``consts``) and Adam.
+    In 3-D, the rows of both Fourier matrices for the third axis are scaled by
+    ``ratio_z`` (the through-plane scale as a fraction of the in-plane one)."""
+    key_u, key_mu, key_data = jax.random.split(jax.random.PRNGKey(seed), 3)
+    x = jnp.zeros((1, spec.ndim), jnp.float32)
+    u_net, mu_net = spec.networks(sigma_u, sigma_mu)
+    vu, vmu = u_net.init(key_u, x), mu_net.init(key_mu, x)
+    params = {"u": vu["params"], "mu": vmu["params"]}
+    consts = {"u": vu["constants"], "mu": vmu["constants"]}
+    if spec.ndim == 3 and ratio_z != 1.0:
+        consts = {k: {**c, "B": c["B"].at[2].multiply(ratio_z)} for k, c in consts.items()}
+    opt_state = OPTIMIZER(learning_rate=learning_rate).init(params)
+    return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
+
+
+def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.Array):
+    """The :class:`helmholtz_pinn.pinn.forms.Fields` the PDE form needs, at points x (N, d).
+
+    Both networks go through :func:`helmholtz_pinn.pinn.model.apply_pair`, each carrying only
+    the derivative order the form asks for.
+    """
+    su, smu = apply_pair(params, consts, x, spec.activation, (spec.u_order, spec.mu_order))
+    ju = split_jet(su, spec.ndim, spec.u_order)
+    jm = split_jet(smu, spec.ndim, spec.mu_order)
+    n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
+    grad_m = None if jm.grad is None else jm.grad[..., :n_mu]
+    mu, grad_mu = scaling.mu_complex(jm.value[..., :n_mu], grad_m, omega_ratio, spec.mu_model)
+    to_u = functools.partial(scaling.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
+    to_a = functools.partial(scaling.u_complex, n_freq=spec.n_freq, n_comp=spec.form.aux)
+    n_u = 2 * spec.n_freq * spec.n_comp
+
+    def maybe(fn, a, cut):
+        return None if a is None else fn(a[..., cut])
+
+    u = slice(None, n_u)
+    ja, aux = (ju, slice(n_u, None)) if spec.aux_network == "u" else (jm, slice(n_mu, None))
+    return forms.Fields(
+        u=to_u(ju.value[..., u]),
+        grad_u=maybe(to_u, ju.grad, u),
+        lap_u=maybe(to_u, ju.lap, u),
+        hess_u=maybe(to_u, ju.hess, u),
+        mu=mu,
+        grad_mu=grad_mu,
+        aux=to_a(ja.value[..., aux]) if spec.form.aux else None,
+        grad_aux=maybe(to_a, ja.grad, aux) if spec.form.aux else None,
+    )
+
+
+def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
+    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,), PDE point weight
+    (N,)): weighted means of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding,
+    and for the PDE in the margin) and fields (w_fc). The one place the loss is formed."""
+    x, u_obs, point, pde_point = batch
+    f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)._replace(scale=problem.scale)
+    r = spec.form.residual(f, problem.kappa)
+    w_fc = problem.weight
+
+    def mean(sq, w_point):
+        norm = jnp.maximum(jnp.sum(w_point), 1.0) * jnp.sum(w_fc)
+        return jnp.sum(w_point[:, None, None] * w_fc[None] * sq) / norm
+
+    return mean(jnp.abs(f.u - u_obs) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
+
+
+def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
+    """w(step) = pde_weight * min(1, step / pde_warmup)."""
+    if spec.pde_warmup == 0:
+        return jnp.asarray(spec.pde_weight, jnp.float32)
+    return spec.pde_weight * jnp.minimum(1.0, step.astype(jnp.float32) / spec.pde_warmup)
+
+
+def sample_batch(problem: Problem, key: jax.Array, step: jax.Array, size: int):
+    """(x, u_obs, weight, PDE weight): ``size`` valid voxels drawn uniformly from
+    fold_in(key, step), or every row (padding weighted 0) when ``size`` >= M. The one
+    place that decides between full batch and sampling."""
+    n = problem.x.shape[0]
+    if size >= n:
+        point = (jnp.arange(n) < problem.count).astype(jnp.float32)
+        return problem.x, problem.u, point, point * problem.pde
+    idx = jax.random.randint(jax.random.fold_in(key, step), (size,), 0, problem.count)
+    return problem.x[idx], problem.u[idx], jnp.ones((size,), jnp.float32), problem.pde[idx]
+
+
+def train_step(
+    state: TrainState, problem: Problem, spec: Spec, *, axis_name: str | None = None
+) -> tuple[TrainState, jax.Array]:
+    """One full step: sample, loss, gradient for both networks, Adam update.
+
+    With ``axis_name`` (inside ``shard_map``) ``problem`` is this device's shard (its
+    ``count`` of shape (1,)); the device samples with key fold_in(key, device index) and
+    the gradient and losses are the share-weighted sums over devices (the global mean).
+    """
+    key = state.key
+    if axis_name is not None:
+        problem = problem._replace(count=problem.count[0])
+        key = jax.random.fold_in(key, jax.lax.axis_index(axis_name))
+    batch = sample_batch(problem, key, state.step, spec.batch_size)
+    w = pde_weight(state.step, spec)
+
+    def loss_fn(params):
+        data, pde = loss_terms(params, state.consts, spec, problem, batch)
+        return data + w * pde, (data, pde)
+
+    (loss, (data, pde)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    losses = jnp.stack([loss, data, pde])
+    if axis_name is not None:
+        share = jnp.sum(batch[2]) / jax.lax.psum(jnp.sum(batch[2]), axis_name)
+        grads, losses = jax.lax.psum(jax.tree.map(lambda g: share * g, (grads, losses)), axis_name)
+    updates, opt_state = OPTIMIZER(learning_rate=0.0).update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    return TrainState(params, state.consts, opt_state, state.step + 1, state.key), losses
+
+
+def block_fn(
+    spec: Spec,
+    n_steps: int,
+    *,
+    members: bool = False,
+    shared_problem: bool = False,
+    axis_name: str | None = None,
+) -> Callable:
+    """``(state, problem) -> (state, losses (n_steps, 3))``: n_steps steps in one scan.
+
+    ``members``: the state has a leading member axis (independent fits, vmapped); the
+    problem has one too unless ``shared_problem`` (an ensemble of seeds on one problem).
+    ``axis_name``: see :func:`train_step`. The one scan of the package.
+    """
+
+    def block(state: TrainState, problem: Problem):
+        def body(s, _):
+            return train_step(s, problem, spec, axis_name=axis_name)
+
+        return jax.lax.scan(body, state, None, n_steps)
+
+    if not members:
+        return block
+    return jax.vmap(block, in_axes=(0, None if shared_problem else 0))
+
+
+def set_learning_rate(state: TrainState, lr) -> TrainState:
+    """The same state with Adam's rate replaced (no recompile: same dtype and shape).
+
+    ``lr`` is a float, or one rate per member (S,) for a stacked state. A placed state
+    keeps its placement: the new rate is put where the old one was (across processes,
+    each fills its own devices), so the state stays one global array per leaf.
+    """
+    hyper = dict(state.opt_state.hyperparams)
+    old = hyper["learning_rate"]
+    new = np.broadcast_to(np.asarray(lr, old.dtype), old.shape)
+    if isinstance(old, jax.Array):
+        new = jax.make_array_from_callback(old.shape, old.sharding, lambda index: new[index])
+    hyper["learning_rate"] = new
+    return state._replace(opt_state=state.opt_state._replace(hyperparams=hyper))
+
+
+def stack_trees(trees: list) -> Any:
+    """Stack pytrees of equal structure along a new leading member axis (NumPy, host)."""
+    return jax.tree.map(lambda *leaves: np.stack([np.asarray(a) for a in leaves]), *trees)
+
+
+def unstack_tree(tree: Any, members: int) -> list:
+    """The inverse of :func:`stack_trees`."""
+    return [jax.tree.map(lambda leaf, i=i: leaf[i], tree) for i in range(members)]
+
+
+def predict(
+    state: TrainState, spec: Spec, x: np.ndarray, omega_ratio: np.ndarray, chunk: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
+    """u' (N, F, C) and mu' (N, F) at points x (N, d), evaluated in equal pieces of at most
+    ``chunk`` points (the last one padded), so one program is compiled per grid."""
+    pieces = -(-len(x) // chunk)
+    size = -(-len(x) // pieces)
+    padded = np.concatenate([x, np.repeat(x[-1:], pieces * size - len(x), axis=0)])
+    fn = _predict_fn(spec, size)
+    parts = [
+        fn(state.params, state.consts, jnp.asarray(padded[i : i + size]), jnp.asarray(omega_ratio))
+        for i in range(0, len(padded), size)
+    ]
+    return tuple(np.concatenate([np.asarray(p[k]) for p in parts])[: len(x)] for k in (0, 1))
+
+
+@functools.lru_cache(maxsize=32)
+def _predict_fn(spec: Spec, points: int):
+    n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
+
+    def fn(params, consts, x, omega_ratio):
+        u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE)[0]
+        m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE)[0]
+        mu, _ = scaling.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
+        u = u[..., : 2 * spec.n_freq * spec.n_comp]
+        return scaling.u_complex(u, spec.n_freq, spec.n_comp), mu
+
+    return jax.jit(fn, compiler_options=gemm_options(points, spec.ndim))

@@ -1,0 +1,1 @@
+"""Results and their files: the typed result, output files, figures, training logs."""

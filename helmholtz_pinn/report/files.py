@@ -1,0 +1,232 @@
+"""Output folder handling: the one place that creates and writes result files.
+
+NIfTI maps (:func:`write_nifti_maps`) go to ``OUT/maps/<stem>.nii.gz``; nibabel is
+imported only there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from helmholtz_pinn.errors import InputError, MissingDependencyError, OutputError
+
+
+def prepare_dir(out: str | Path) -> Path:
+    """Create ``out`` (and parents) and check it is writable; clear error otherwise."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot create output folder {out}: {err.strerror}") from None
+    if not out.is_dir() or not os.access(out, os.W_OK):
+        raise OutputError(f"output folder {out} is not a writable directory")
+    return out
+
+
+def result_dirs(out: Path, paths: list[Path]) -> list[Path]:
+    """OUT/<stem> per input file of a batched fit; the index is prefixed when stems repeat."""
+    stems = [Path(p).name.removesuffix(".npz") for p in paths]
+    if len(set(stems)) < len(stems):
+        stems = [f"{i}_{s}" for i, s in enumerate(stems)]
+    return [Path(out) / s for s in stems]
+
+
+def _plain(value):
+    """JSON-safe: NaN/Inf become None, numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# Files a run writes into OUT (Result.save, a diverged fit's report); the NIfTI maps go
+# into OUT/maps/. A new result clears them first, so nothing of an earlier run is left
+# beside it (user files in OUT are not touched).
+RESULT_FILES = (
+    "mu.npz",
+    "metrics.json",
+    "history.csv",
+    "config.json",
+    "wave.png",
+    "modulus.png",
+    "loss.png",
+    "misfit.png",
+    "uncertainty.png",
+    "failure.json",
+)
+
+
+def clear_results(out: Path) -> list[str]:
+    """Delete an earlier run's :data:`RESULT_FILES` and ``maps/*.nii.gz`` in ``out``;
+    returns their names."""
+    found = [out / name for name in RESULT_FILES if (out / name).is_file()]
+    found += sorted((out / "maps").glob("*.nii.gz"))
+    for path in found:
+        path.unlink()
+    return [str(p.relative_to(out)) for p in found]
+
+
+@contextlib.contextmanager
+def writing(out: Path):
+    """Within: an OSError while writing into ``out`` (disk full, a read-only file system)
+    becomes one :class:`OutputError` line naming the file and what survives."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as err:
+        what = err.strerror or str(err)
+        raise OutputError(
+            f"cannot write the results into {out}: {what} ({err.filename or 'a result file'}); "
+            "free space (or use another --out) and run again: with checkpoints, --resume "
+            "writes the results without training again"
+        ) from None
+
+
+def write_npz(path: Path, **arrays) -> None:
+    """``np.savez`` into ``path`` atomically (temp file then rename): a failed write
+    leaves no truncated ``.npz``."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        with tmp.open("wb") as fh:
+            np.savez(fh, **arrays)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` as indented JSON, atomically (temp file then rename)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(_plain(data), indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+def write_history(path: Path, history: list[dict]) -> None:
+    """``history.csv``: one row per block of a single fit, one row per block and member of
+    a batched one; every cell a plain number.
+
+    A single fit's records hold numbers: the columns are the record's keys (``step``,
+    ``time_s``, ``lr``, block-mean ``loss``, ``data``, ``pde``, last-step ``last_loss``,
+    ``last_data``, ``last_pde``, ``retries``). A batched fit (an ensemble, several files,
+    a slicewise volume) holds one list per member in ``lr``, the losses and ``retries``:
+    then a ``member`` column follows ``step`` and each block gives one row per member,
+    the list entries of that member, the shared values (``step``, ``time_s``) repeated.
+    ``member`` counts the rows of the fit this result holds: ensemble members, and for a
+    slicewise fit ``slice * ensemble + ensemble member`` over the fitted (non-empty)
+    z-slices in order. Select one member with e.g. ``df[df.member == 0]`` (pandas).
+    """
+    if not history:
+        return
+    keys = list(history[0])
+    sizes = {len(v) for r in history for v in r.values() if isinstance(v, (list, tuple))}
+    if len(sizes) > 1:
+        raise OutputError(f"history records hold lists of different lengths {sorted(sizes)}")
+    rows = history
+    if sizes:
+        n = sizes.pop()
+        keys.insert(1, "member")
+        rows = [
+            {"member": m, **{k: v[m] if isinstance(v, (list, tuple)) else v for k, v in r.items()}}
+            for r in history
+            for m in range(n)
+        ]
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def nifti_affine(spacing_m: np.ndarray, affine: np.ndarray | None = None) -> np.ndarray:
+    """The 4x4 voxel-to-world affine in mm of a 2-D or 3-D grid with ``spacing_m`` (m).
+
+    Without ``affine``: ``diag(dx, dy, dz, 1)`` in mm (no orientation or origin known;
+    a 2-D grid, written as one slice, takes ``dz = dx``). With ``affine`` (4x4, mm, e.g.
+    :func:`helmholtz_pinn.io.convert.grid_affine` of the NIfTI input): its rotation and
+    origin, each column rescaled to the grid's spacing, so the header's zooms always
+    equal the dataset's spacing.
+    """
+    mm = np.ravel(np.asarray(spacing_m, dtype=np.float64)) * 1e3
+    if mm.size == 2:
+        mm = np.append(mm, mm[0])
+    if mm.size != 3 or not np.all(mm > 0):
+        raise InputError(f"spacing must be 2 or 3 positive values in m; got {spacing_m!r}")
+    if affine is None:
+        return np.diag([*mm, 1.0])
+    out = np.array(affine, dtype=np.float64)
+    norms = np.linalg.norm(out[:3, :3], axis=0) if out.shape == (4, 4) else None
+    if norms is None or not np.all(np.isfinite(out)) or not np.all(norms > 0):
+        raise InputError(f"affine must be a finite 4x4 matrix (mm); got {np.shape(affine)}")
+    out[:3, :3] *= mm / norms
+    return out
+
+
+def write_nifti(
+    path: Path,
+    volume: np.ndarray,
+    spacing_m: np.ndarray,
+    *,
+    affine: np.ndarray | None = None,
+    descrip: str = "",
+) -> Path:
+    """Write one 2-D or 3-D map as a float32 NIfTI-1 file (``.nii.gz`` compresses).
+
+    A 2-D map ``(nx, ny)`` becomes a ``(nx, ny, 1)`` volume. The qform and sform hold
+    :func:`nifti_affine` (code "scanner" with an input ``affine``, else "aligned"),
+    ``xyzt_units`` is mm, and ``descrip`` (at most 80 characters) carries the unit of
+    the values, which NIfTI has no field for. Boolean maps are written as uint8.
+
+    Raises :class:`~helmholtz_pinn.errors.MissingDependencyError` without nibabel.
+    """
+    try:
+        import nibabel as nib
+    except ImportError:
+        raise MissingDependencyError(
+            "writing NIfTI maps needs nibabel: pip install 'nibabel>=5.0'"
+        ) from None
+    volume = np.asarray(volume)
+    volume = volume.astype(np.uint8 if volume.dtype == bool else np.float32)
+    if volume.ndim == 2:
+        volume = volume[..., None]
+    if volume.ndim != 3:
+        raise InputError(f"a NIfTI map must be 2-D or 3-D; got shape {volume.shape}")
+    matrix = nifti_affine(spacing_m, affine)
+    code = "scanner" if affine is not None else "aligned"
+    img = nib.Nifti1Image(volume, matrix)
+    img.set_qform(matrix, code=code)
+    img.set_sform(matrix, code=code)
+    img.header.set_xyzt_units("mm", "sec")
+    img.header["descrip"] = descrip[:80].encode("ascii", "replace")
+    try:
+        nib.save(img, path)
+    except OSError as err:
+        raise OutputError(f"cannot write {path}: {err.strerror or err}") from None
+    return path
+
+
+def write_nifti_maps(
+    out: Path,
+    maps: dict[str, tuple[np.ndarray, str]],
+    spacing_m: np.ndarray,
+    *,
+    affine: np.ndarray | None = None,
+) -> list[Path]:
+    """``OUT/maps/<stem>.nii.gz`` for each ``{stem: (map, descrip)}`` (see
+    :func:`write_nifti`); returns the paths written."""
+    folder = prepare_dir(Path(out) / "maps")
+    return [
+        write_nifti(folder / f"{stem}.nii.gz", volume, spacing_m, affine=affine, descrip=text)
+        for stem, (volume, text) in maps.items()
+    ]

@@ -1,0 +1,139 @@
+"""Faults tried on the command line, nothing lost (the matrix of docs/reliability.md):
+Ctrl-C (SIGINT) writes a final checkpoint, prints one line, exits 130,
+and --resume ends bit for bit at the uninterrupted result; a full disk while writing
+the results is one line, keeps the checkpoints, and --resume writes the results without
+training again; a full disk while checkpointing stops with one line, the previous
+checkpoint kept; a read-only output folder is refused before any training."""
+
+import json
+import os
+import signal
+
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+from settings import SMALL, plane_wave_dataset
+
+from helmholtz_pinn.cli import commands as cli
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import OutputError
+from helmholtz_pinn.fit import checkpoints
+from helmholtz_pinn.fit.inversion import invert
+from helmholtz_pinn.io import dataset as data
+
+TINY = ["--width", "16", "--depth", "2", "--mu-width", "8", "--mu-depth", "1"]
+TINY += ["--n-features", "8", "--batch-size", "64", "--pde-warmup", "3", "--no-progress"]  # = SMALL
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data")
+    paths = [folder / "a.npz", folder / "b.npz"]
+    for path, g in zip(paths, (2500.0, 3500.0), strict=True):
+        data.save(plane_wave_dataset(n=12, g=g), path)
+    return paths
+
+
+def test_sigint_writes_a_final_checkpoint_exits_130_and_resumes_bitwise(
+    files, tmp_path, monkeypatch, capsys
+):
+    """A real SIGINT, raised in this process once the block of step 10 is checkpointed
+    (deterministic timing); checkpoints otherwise only every 1000 blocks."""
+    args = [str(files[0]), "--steps", "20", "--sync-interval", "5", "--checkpoint-every", "1000"]
+    args += [*TINY, "--mu-ref", "3000"]
+    save = checkpoints.Checkpointer.__call__
+
+    def ctrl_c_at_step_10(self, state, host):
+        save(self, state, host)
+        if host.history[-1]["step"] == 10:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(checkpoints.Checkpointer, "__call__", ctrl_c_at_step_10)
+    out, whole = tmp_path / "stopped", tmp_path / "whole"
+    before = signal.getsignal(signal.SIGINT)  # SIG_IGN when the suite runs under nohup
+    assert cli.main(["invert", "--out", str(out), *args]) == 130
+    folder = (out / "checkpoints").absolute()
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "helmholtz-pinn invert: interrupted (SIGINT) at step 10 of 20; checkpoint in "
+        f"{folder}; continue with --resume (resume=True)"
+    )
+    assert [p.name for p in folder.iterdir()] == ["10"] and not (out / "mu.npz").exists()
+    monkeypatch.setattr(checkpoints.Checkpointer, "__call__", save)
+    assert signal.getsignal(signal.SIGINT) is before  # restored
+    assert cli.main(["invert", "--out", str(out), *args, "--resume"]) == 0
+    assert cli.main(["invert", "--out", str(whole), *args]) == 0
+    a, b = (np.load(o / "mu.npz")["mu"] for o in (out, whole))
+    np.testing.assert_array_equal(a, b)
+    assert json.loads((out / "metrics.json").read_text())["resumed_from_step"] == 10
+
+
+def test_a_full_disk_keeps_the_checkpoints_and_resume_writes_the_results(
+    files, tmp_path, monkeypatch, capsys
+):
+    args = ["invert", str(files[0]), "--out", str(tmp_path), "--steps", "10", *TINY]
+    args += ["--sync-interval", "5", "--mu-ref", "3000"]  # test_checkpoint's compiled fit
+    real = np.savez
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device", str(tmp_path / "mu.npz.tmp"))
+
+    monkeypatch.setattr(np, "savez", full)
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "No space left on device" in err and "--resume" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints"]  # no partial file
+    monkeypatch.setattr(np, "savez", real)
+    assert cli.main([*args, "--resume"]) == 0
+    facts = json.loads((tmp_path / "metrics.json").read_text())
+    assert facts["resumed_from_step"] == 10 and facts["steps"] == 10  # nothing retrained
+    assert (tmp_path / "mu.npz").is_file()
+
+
+def test_a_read_only_output_folder_is_refused_before_training(files, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o555)
+    if os.geteuid() == 0:  # root may write anyway: deny as a read-only mount would
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda p, m: m != os.W_OK and access(p, m))
+    assert cli.main(["invert", str(files[0]), "--out", str(out), *TINY]) == 2
+    assert list(out.iterdir()) == []  # refused before the fit: no checkpoint folder
+    assert capsys.readouterr().err.strip() == (
+        f"helmholtz-pinn invert: error: output folder {out} is not a writable directory"
+    )
+    out.chmod(0o755)
+
+
+def test_a_full_disk_while_checkpointing_stops_with_one_line(files, tmp_path, monkeypatch):
+    save = ocp.CheckpointManager.save
+
+    def second_fails(self, step, *a, **k):
+        if step > 5:
+            raise OSError(28, "No space left on device")
+        return save(self, step, *a, **k)
+
+    monkeypatch.setattr(ocp.CheckpointManager, "save", second_fails)
+    cfg = Config(**{**SMALL, "checkpoint_every": 1})
+    folder = tmp_path / "checkpoints"
+    with pytest.raises(OutputError) as err:
+        invert(data.load(files[0]), cfg, checkpoint_dir=folder, progress=False, devices=1)
+    assert str(err.value) == (
+        f"cannot write checkpoint {folder / '10'}: No space left on device; step 5 is kept: "
+        "free space and continue with --resume"
+    )
+    assert sorted(p.name for p in folder.iterdir()) == ["5"]
+
+
+def test_a_second_ctrl_c_interrupts_at_once():
+    """Inside a block the first SIGINT only sets the flag (the block finishes); the
+    second raises KeyboardInterrupt at once; the handler is restored afterwards."""
+    from helmholtz_pinn.fit import host_loop
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with host_loop._sigint_flag() as flag:
+            signal.raise_signal(signal.SIGINT)
+            assert flag == [True]  # first: noted, nothing raised
+            signal.raise_signal(signal.SIGINT)  # second: at once
+            pytest.fail("the second SIGINT did not interrupt")
+    assert signal.getsignal(signal.SIGINT) is before

@@ -1,0 +1,203 @@
+"""Resume that says what it does: a resumed fit continues from the saved step, equals the
+uninterrupted fit bit for bit (CPU, same seed) and records where it came from; an empty
+folder is noted (or refused under resume="strict"); other data are refused by name."""
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pytest
+from settings import SMALL, plane_wave_dataset, plane_wave_slices, volume
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import CheckpointError, ConfigError
+from helmholtz_pinn.fit.inversion import invert
+
+CFG = Config(**{**SMALL, "checkpoint_every": 1})  # 2 blocks of 5 steps, saved after each
+RUN = dict(progress=False, devices=1)
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::helmholtz_pinn.assess.fit_checks.FitQualityWarning"
+)
+
+
+def _stop_after_first_block(record):
+    return True
+
+
+@pytest.fixture(scope="module")
+def data():
+    return plane_wave_dataset(n=12)
+
+
+@pytest.fixture(scope="module")
+def interrupted(data, tmp_path_factory):
+    """A folder holding only the checkpoint of step 5 (the fit stopped after block 1)."""
+    folder = tmp_path_factory.mktemp("run") / "checkpoints"
+    invert(data, CFG, checkpoint_dir=folder, callback=_stop_after_first_block, **RUN)
+    assert sorted(p.name for p in folder.iterdir() if p.name.isdigit()) == ["5"]
+    return folder
+
+
+def test_resume_continues_from_the_saved_step_and_says_so(data, interrupted, tmp_path):
+    folder = shutil.copytree(interrupted, tmp_path / "checkpoints")  # the fixture stays at 5
+    resumed = invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    whole = invert(data, CFG, checkpoint_dir=tmp_path / "whole", **RUN)
+    facts = resumed.metrics
+    assert facts["resumed_from_step"] == 5 and facts["steps"] == 10
+    note = f"resumed from step 5 of 10 ({folder.absolute() / '5'})"
+    assert note in facts["notes"]
+    assert whole.metrics["resumed_from_step"] is None
+    assert not any(n.startswith("resumed") for n in whole.metrics["notes"])
+    np.testing.assert_array_equal(resumed.mu, whole.mu)  # bitwise on the CPU
+
+
+def test_resume_with_an_empty_folder_notes_and_starts_at_step_0(data, tmp_path):
+    res = invert(data, CFG, checkpoint_dir=tmp_path / "empty", resume=True, **RUN)
+    assert res.metrics["resumed_from_step"] is None and res.metrics["steps"] == 10
+    assert (
+        f"no usable checkpoint in {tmp_path / 'empty'}: started at step 0" in (res.metrics["notes"])
+    )
+
+
+def test_strict_resume_without_a_checkpoint_raises(data, tmp_path):
+    with pytest.raises(CheckpointError, match="no usable checkpoint in .*empty"):
+        invert(data, CFG, checkpoint_dir=tmp_path / "empty", resume="strict", **RUN)
+    with pytest.raises(ConfigError, match="resume must be True, False or 'strict'; got 'yes'"):
+        invert(data, CFG, resume="yes", **RUN)
+
+
+def test_resume_on_other_frequencies_names_them(interrupted):
+    other = plane_wave_dataset(n=12, freqs=(60.0, 80.0))
+    with pytest.raises(CheckpointError) as err:
+        invert(other, CFG, checkpoint_dir=interrupted, resume=True, **RUN)
+    msg = str(err.value)
+    assert "written for data with frequencies [60, 90] Hz; these have [60, 80]" in msg
+    assert "\n" not in msg
+
+
+def test_resume_on_a_changed_u_value_is_refused(data, interrupted):
+    u = data.u.copy()
+    u[0, 0, 3, 3] *= 1.01
+    with pytest.raises(CheckpointError, match="other values of u or the mask"):
+        invert(dataclasses.replace(data, u=u), CFG, checkpoint_dir=interrupted, resume=True, **RUN)
+
+
+# --- every kind of run: the stacked state is one pytree whatever the member count -------
+
+
+def _mu(result):
+    return np.stack([r.mu for r in result]) if isinstance(result, list) else result.mu
+
+
+KINDS = {
+    "ensemble of 2 seeds x batch of 2 datasets, members split over 4 devices": (
+        lambda d: [d, dataclasses.replace(d, u=d.u * 1.1)],
+        dict(ensemble=2, devices=4),
+    ),
+    "slicewise volume": (
+        lambda d: plane_wave_slices(n=12),
+        dict(slicewise=True, force=True, devices=1),
+    ),
+    # test_layout's volume and batch: its compiled data-parallel block is reused
+    "data parallel over 4 devices": (lambda d: volume(), dict(devices=4, batch_size=256)),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_of_run_resumes_to_the_uninterrupted_modulus(kind, data, tmp_path):
+    """Checkpoints at steps 5 and 10; the one of step 10 removed (as if killed between
+    the two writes); resume="strict" continues from step 5 and ends bit for bit at the
+    uninterrupted modulus (CPU, same seed)."""
+    make, run = KINDS[kind]
+    folder, inputs = tmp_path / "checkpoints", make(data)
+    whole = invert(inputs, CFG, checkpoint_dir=folder, progress=False, **run)
+    shutil.rmtree(folder / "10")
+    resumed = invert(inputs, CFG, checkpoint_dir=folder, resume="strict", progress=False, **run)
+    first = resumed[0] if isinstance(resumed, list) else resumed
+    assert first.metrics["resumed_from_step"] == 5 and first.metrics["steps"] == 10
+    np.testing.assert_array_equal(_mu(resumed), _mu(whole))
+
+
+def test_the_fingerprint_covers_every_member(data, tmp_path):
+    make, run = KINDS[next(iter(KINDS))]  # the layout compiled above: no new compile
+    folder = tmp_path / "checkpoints"
+    stop = _stop_after_first_block
+    invert(make(data), CFG, checkpoint_dir=folder, callback=stop, progress=False, **run)
+    other = [data, dataclasses.replace(data, u=data.u * 1.2)]
+    with pytest.raises(CheckpointError, match=r"other values of u or the mask \(dataset 1\)"):
+        invert(other, CFG, checkpoint_dir=folder, resume=True, progress=False, **run)
+
+
+def test_resume_on_another_device_count_names_the_devices(data, tmp_path):
+    """An ensemble of 3 on 4 devices is padded to 4 stacked fits; resuming it on one
+    device (3 fits) is refused with the reason and the remedy, not called corrupt."""
+    folder = tmp_path / "checkpoints"
+    stop = _stop_after_first_block
+    run = dict(ensemble=3, progress=False, checkpoint_dir=folder)
+    invert(data, CFG, callback=stop, devices=4, **run)
+    with pytest.raises(CheckpointError, match=r"holds 4 stacked fits .* this run has 3: resume"):
+        invert(data, CFG, resume=True, devices=1, **run)
+
+
+# --- faults: a write killed half way, a corrupt checkpoint -----------------------------
+
+
+@pytest.fixture(scope="module")
+def finished(data, tmp_path_factory):
+    """(folder with the checkpoints of steps 5 and 10, the uninterrupted modulus)."""
+    folder = tmp_path_factory.mktemp("finished") / "checkpoints"
+    return folder, invert(data, CFG, checkpoint_dir=folder, **RUN).mu
+
+
+def test_a_write_killed_half_way_is_ignored(finished, tmp_path):
+    """orbax writes step 10 into ``10.orbax-checkpoint-tmp-*`` and renames it when done:
+    a kill during the write leaves that folder (here: made from step 10, its files cut
+    short) and the resume continues from step 5."""
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    partial = folder / "10.orbax-checkpoint-tmp-1764600000"
+    (folder / "10").rename(partial)
+    for f in partial.rglob("*"):
+        if f.is_file():
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    res = invert(plane_wave_dataset(n=12), CFG, checkpoint_dir=folder, resume="strict", **RUN)
+    assert res.metrics["resumed_from_step"] == 5
+    np.testing.assert_array_equal(res.mu, finished[1])
+
+
+def _corrupt(step_folder):
+    for f in (step_folder / "state").rglob("*"):
+        if f.is_file() and f.parent.name == "d":
+            f.write_bytes(b"not a tensorstore chunk")
+
+
+# orbax's tensorstore callbacks complain after a failed read ("Event loop is closed")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_corrupt_checkpoint_falls_back_to_the_older_one(data, finished, tmp_path):
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    _corrupt(folder / "10")
+    res = invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    assert res.metrics["resumed_from_step"] == 5
+    note = [n for n in res.metrics["notes"] if "cannot be restored" in n]
+    assert len(note) == 1 and note[0].startswith(f"checkpoint {folder.absolute() / '10'}")
+    assert note[0].endswith("deleted; resumed from an older one")
+    np.testing.assert_array_equal(res.mu, finished[1])
+    _corrupt(folder / "10")  # written again by the resumed run
+    _corrupt(folder / "5")
+    with pytest.raises(CheckpointError, match="cannot be restored .*; remove the folder") as err:
+        invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    assert "\n" not in str(err.value)
+
+
+def test_a_fresh_fit_removes_an_earlier_runs_checkpoints_and_says_so(data, tmp_path):
+    """Without resume, the folder's old checkpoints (here of another seed, stopped at
+    step 5) are deleted before the fit, with a note; the folder then holds only this
+    run's, so a later resume continues this run, not the old one."""
+    folder = tmp_path / "checkpoints"
+    invert(
+        data, CFG.replace(seed=7), checkpoint_dir=folder, callback=_stop_after_first_block, **RUN
+    )
+    fresh = invert(data, CFG, checkpoint_dir=folder, callback=_stop_after_first_block, **RUN)
+    assert fresh.metrics["cleared_checkpoints"] == f"{folder} (steps 5)"
+    assert any("removed an earlier run's checkpoints" in n for n in fresh.metrics["notes"])
+    resumed = invert(data, CFG, checkpoint_dir=folder, resume="strict", **RUN)
+    assert resumed.metrics["resumed_from_step"] == 5  # this seed's checkpoint: no refusal

@@ -1,0 +1,45 @@
+"""Run notes: what a user should know about how the run went (rounded steps, early stop,
+a fit inside the PDE warm-up or too short for the schedule), and the short-run warning."""
+
+import pytest
+from settings import SMALL, plane_wave_dataset
+
+from helmholtz_pinn.assess.fit_checks import FitQualityWarning
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.fit import inversion
+
+
+def test_notes_name_rounding_early_stop_warmup_and_schedule():
+    cfg = Config(steps=250, sync_interval=100, pde_warmup=1000, plateau_patience=5)
+    notes = inversion.run_notes(cfg, {"steps": 200})
+    assert notes[0] == "steps=250 rounded up to 300: a whole number of sync_interval=100 blocks"
+    assert notes[1].startswith("stopped early at step 200 of 300")
+    assert notes[2].startswith("short run: the fit ended at step 200, before the PDE weight")
+    assert len(notes) == 3
+    schedule = inversion.run_notes(cfg.replace(steps=500, pde_warmup=100), {"steps": 500})
+    assert schedule == [
+        "short run: 500 steps are at most plateau_patience=5 blocks: the learning-rate "
+        "schedule never acted"
+    ]
+    assert inversion.run_notes(cfg.replace(steps=1000, pde_warmup=100), {"steps": 1000}) == []
+    assumption = inversion.run_notes(Config(), {"steps": 10000, "assumption": "2-D slice"})
+    assert assumption == ["2-D slice"]
+    rim = inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 3, "pde_fraction": 0.8724})
+    assert rim == [
+        "the PDE residual of the mask's in-plane rim of 3 voxel(s) was left out of the loss "
+        "(13% of the mask's voxels): the modulus there is the mu-network's continuation from "
+        "inside (pde_margin; 0 fits the PDE everywhere)"
+    ]
+    assert inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 0}) == []
+
+
+def test_a_fit_inside_the_warm_up_warns_and_records_it():
+    """Also: with a PDE margin of 3 voxels on 16 x 16, 100 of 256 voxels keep their PDE
+    residual; metrics.json records the fraction and a note says what was left out."""
+    cfg = Config(**{**SMALL, "steps": 10, "pde_warmup": 50, "pde_margin": 3})
+    with pytest.warns(FitQualityWarning, match="before the PDE weight finished its warm-up"):
+        res = inversion.invert(plane_wave_dataset(), cfg, progress=False, devices=1)
+    assert any(n.startswith("short run") for n in res.metrics["notes"])
+    assert res.metrics["pde_margin"] == 3 and res.metrics["pde_fraction"] == round(100 / 256, 4)
+    assert any("(61% of the mask's voxels)" in n for n in res.metrics["notes"])
+    assert inversion.prepare(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0

@@ -1,0 +1,205 @@
+"""Device layouts on the 4 forced host CPU devices (conftest): data parallel, members.
+
+Tolerances: the data-parallel step computes the same global batch mean as one device
+but sums it per device and then across devices (another summation order), so results
+agree to float32 rounding (measured ~2e-7 relative after 10 steps; asserted 2e-5).
+"""
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+from settings import SMALL, plane_wave_volume, volume
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
+from helmholtz_pinn.fit import inversion, memory
+from helmholtz_pinn.fit import placement as layout
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn import train
+
+H, FREQS = 1.5e-3, (60.0, 90.0)
+RTOL = 2e-5
+
+
+def test_data_parallel_full_batch_equals_single_device_3d(four_devices):
+    """batch_size >= voxels: both runs use every voxel each step, the same math. Also the
+    whole-volume (3-D) inversion itself: a 3-D network, Laplacian over x, y, z."""
+    cfg = Config(**{**SMALL, "batch_size": 256})
+    ds = volume()
+    one = inversion.invert(ds, cfg, devices=1, progress=False)
+    many = inversion.invert(ds, cfg, devices=4, progress=False)
+    assert one.mu.shape == many.mu.shape == (1, 7, 6, 5)
+    assert many.metrics["parallel"] == "data-parallel" and many.metrics["devices"] == 4
+    assert one.metrics["parallel"] == "single"
+    np.testing.assert_allclose(many.mu, one.mu, rtol=RTOL)
+    for a, b in zip(many.history, one.history, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=RTOL)
+    # the final map is evaluated in chunks: a small chunk gives the same map
+    prep = inversion.prepare(ds, cfg)
+    state = train.TrainState(one.params, one.consts, None, None, None)
+    _, mu_nd = train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio, chunk=64)
+    np.testing.assert_allclose(inversion.to_grid(mu_nd, ds) * 3000.0, one.mu, rtol=1e-6)
+
+
+def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
+    """Sampling (16 points per device from its own shard): with every voxel identical, any
+    sample is the same batch, so the sum of the per-device shares of the gradient must
+    equal the one device's gradient of its 64-point batch (rounding aside)."""
+    ds = Dataset(
+        u=plane_wave_volume((12, 12), (0.8, 0.6))[None, None].repeat(2, 0),
+        frequency=np.asarray(FREQS),
+        spacing=np.array([H, H]),
+    )
+    cfg = Config(**SMALL)
+    prep = inversion.prepare(ds, cfg)
+    same = prep.problem._replace(
+        x=np.repeat(prep.problem.x[5:6], 144, 0), u=np.repeat(prep.problem.u[5:6], 144, 0)
+    )
+    state0 = jax.device_get(
+        train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, cfg.learning_rate)
+    )
+    results = []
+    for plan in (
+        layout.Layout(tuple(four_devices[:1])),
+        layout.Layout(tuple(four_devices), 0, False, True),
+    ):
+        block = layout.compile_block(prep.spec, 5, plan)
+        state, problem = layout.place(state0, same, plan)
+        from helmholtz_pinn.fit import host_loop
+
+        state, hist = host_loop.fit(state, problem, block, cfg, progress=False)
+        results.append((layout.gather(state, plan), hist))
+    (one, h1), (many, h4) = results
+    for a, b in zip(h4, h1, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=RTOL)
+    for a, b in zip(jax.tree.leaves(many.params), jax.tree.leaves(one.params), strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=1e-6)
+
+
+def test_member_layout_splits_the_member_axis(four_devices):
+    prep = inversion.prepare(volume(), Config(**SMALL))
+    seeds = [train.init_state(prep.spec, s, 1.0, 1.0, 1e-3) for s in range(8)]
+    state = train.stack_trees(seeds)
+    plan = layout.Layout(tuple(four_devices), members=8)
+    placed, _ = layout.place(state, train.stack_trees([prep.problem] * 8), plan)
+    kernel = placed.params["u"]["out_kernel"]
+    assert kernel.sharding.spec == P(layout.AXIS)
+    assert [s.data.shape[0] for s in kernel.addressable_shards] == [2, 2, 2, 2]
+    assert placed.step.sharding.is_fully_replicated
+    assert placed.opt_state.hyperparams["learning_rate"].sharding.is_fully_replicated
+    np.testing.assert_array_equal(np.asarray(kernel), state.params["u"]["out_kernel"])
+
+
+def test_ensemble_on_four_devices_equals_one_device(four_devices):
+    """E = 3 seeds, padded to 4 members on 4 devices (the copy is dropped again)."""
+    ds = volume()
+    cfg = Config(**SMALL, ensemble=3)
+    one = inversion.invert(ds, cfg, devices=1, progress=False)
+    many = inversion.invert(ds, cfg, devices=4, progress=False)
+    assert many.metrics["parallel"] == "ensemble" and many.metrics["devices"] == 4
+    assert len(many.history[-1]["loss"]) == 3
+    np.testing.assert_allclose(many.mu, one.mu, rtol=RTOL)
+    np.testing.assert_allclose(many.mu_std, one.mu_std, rtol=1e-3, atol=1e-3)
+
+
+def test_pad_members_and_shard_voxels():
+    tree = {"a": np.arange(3.0), "b": np.ones((3, 2))}
+    padded = layout.pad_members(tree, 4)
+    assert padded["a"].tolist() == [0.0, 1.0, 2.0, 2.0] and padded["b"].shape == (4, 2)
+    problem = train.Problem(
+        np.arange(10.0)[:, None],
+        np.arange(10)[:, None, None] + 0j,
+        np.ones(1),
+        np.ones(1),
+        np.asarray(10),
+        np.ones((1, 1)),
+        np.ones((1, 1)),
+        np.arange(10.0) + 100,
+    )
+    shards = layout.shard_voxels(problem, 4)
+    assert shards.count.tolist() == [3, 3, 2, 2] and shards.x.shape == (12, 1)
+    # the PDE rows move with their voxels
+    np.testing.assert_array_equal(shards.pde[shards.pde > 0] - 100, np.arange(10.0))
+    kept = [shards.x[i * 3 : i * 3 + c, 0] for i, c in enumerate(shards.count)]
+    assert sorted(np.concatenate(kept).tolist()) == list(range(10))
+
+
+def test_plan_chooses_devices(four_devices):
+    def plan(devices, **kw):
+        return layout.plan(devices, **{"rows": 100, "per_voxel": 84, "batch_size": 64, **kw})
+
+    assert len(plan(None, members=4).devices) == 4
+    assert len(plan("all", members=3).devices) == 1
+    big = plan(None, rows=layout.DP_MIN_POINTS * 4, batch_size=layout.DP_MIN_POINTS * 4)
+    assert big.data_parallel and len(big.devices) == 4
+    assert plan(None, batch_size=2048).mode == "single"
+    assert len(plan("2", members=1).devices) == 2
+    with pytest.raises(ConfigError, match="only 4 device"):
+        plan(5)
+    with pytest.raises(ConfigError, match="positive integer"):
+        plan(0)
+    with pytest.raises(ConfigError, match="3 voxels cannot be split over 4 devices"):
+        plan(4, rows=3)
+
+
+def test_memory_check_refuses_with_a_clear_message(monkeypatch):
+    n = 256**3
+    with pytest.raises(DeviceMemoryError) as err:
+        memory.check_device_memory(n, 84, free_bytes=2**30)
+    msg = str(err.value)
+    assert "16,777,216 voxel rows" in msg and "84 bytes each" in msg
+    assert "1.31 GiB" in msg and "1.00 GiB free" in msg
+    assert memory.check_device_memory(n, 84, free_bytes=2**32) == 84 * n
+    # invert plans (and refuses) before any array reaches the device
+    monkeypatch.setattr(memory, "free_device_memory", lambda device=None: 1000)
+    with pytest.raises(DeviceMemoryError, match="210 voxel rows"):
+        inversion.invert(volume(), Config(**SMALL), devices=1, progress=False)
+
+
+def test_bytes_per_voxel_matches_the_problem():
+    """x float32 (d) + u complex64 (F C): 3-D, F = C = 3 is 84 bytes per voxel."""
+    assert memory.bytes_per_voxel(3, 3, 3) == 84
+    prep = inversion.prepare(volume(), Config(**SMALL))
+    assert prep.problem.x.nbytes + prep.problem.u.nbytes == 210 * memory.bytes_per_voxel(3, 1, 1)
+
+
+def test_initialize_distributed_needs_a_launcher(monkeypatch):
+    for key in (
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "SLURM_JOB_ID",
+        "SLURM_NTASKS",
+        "SLURM_STEP_NUM_TASKS",
+        "OMPI_COMM_WORLD_SIZE",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    assert layout.initialize_distributed() is False
+    monkeypatch.setenv("SLURM_JOB_ID", "7")  # an sbatch script of 4 tasks, before srun:
+    monkeypatch.setenv("SLURM_NTASKS", "4")  # it runs alone, so nothing to coordinate
+    assert layout.initialize_distributed() is False
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "1")  # one process: nothing to coordinate
+    assert layout.initialize_distributed() is False
+    monkeypatch.setenv("JAX_PROCESS_ID", "0")
+    with pytest.raises(ConfigError, match="JAX_NUM_PROCESSES"):
+        layout.initialize_distributed()
+
+
+def test_large_batches_and_volumes_get_cublas_gemms_on_a_gpu_only(monkeypatch):
+    """The GEMM choice follows the batch per device, the dimension and the backend (the rule of
+    docs/performance.md); on the CPU a block gets no XLA options at all."""
+    from helmholtz_pinn.config import Config
+    from helmholtz_pinn.fit import placement
+    from helmholtz_pinn.pinn import model, train
+
+    def spec(batch):
+        return train.Spec.of(Config(batch_size=batch), 2, 1, 1)
+
+    big, small = spec(model.CUBLAS_MIN_POINTS), spec(model.CUBLAS_MIN_POINTS - 1)
+    assert placement.compiler_options(big) == {}  # this test runs on the CPU
+    monkeypatch.setattr(model.jax, "default_backend", lambda: "gpu")
+    assert placement.compiler_options(big) == {"xla_gpu_enable_triton_gemm": False}
+    assert placement.compiler_options(small) == {}
+    volume = train.Spec.of(Config(batch_size=64), 3, 1, 3)  # every 3-D block: cuBLAS
+    assert placement.compiler_options(volume) == {"xla_gpu_enable_triton_gemm": False}
