@@ -10,10 +10,12 @@
     +-- OutputError (OSError)        the output folder cannot be created or written
     +-- MissingDependencyError (ImportError)   an optional package is not installed
     +-- DivergenceError (RuntimeError)         training diverged; roll-backs did not help
-    +-- Interrupted                  SIGINT (Ctrl-C) stopped a fit after its current block
+    +-- Interrupted                  SIGINT (Ctrl-C) or SIGTERM stopped a fit after its
+                                     current block
 
 The command line prints any of them as one line and exits with status 2 (3 for a
-divergence, 130 for an interruption); anything else is a bug and shows its traceback.
+divergence; 130 after SIGINT and 143 after SIGTERM, as a shell reports a process those
+signals ended); anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -56,10 +58,16 @@ class DivergenceError(HelmholtzPinnError, RuntimeError):
 
 
 class Interrupted(HelmholtzPinnError):
-    """SIGINT (Ctrl-C) stopped a fit after its current block. Raised by the host loop
-    with the last good ``state`` and ``host`` loop state attached (the fit writes them
-    as a final checkpoint when it has a folder, then raises again with its path)."""
+    """SIGINT (Ctrl-C) or SIGTERM stopped a fit after its current block. Raised by the
+    host loop with the last good ``state`` and ``host`` loop state attached (the fit
+    writes them as a final checkpoint when it has a folder, then raises again with its
+    path). ``signal_name`` is "SIGINT" or "SIGTERM"; ``exit_status`` is 128 plus the
+    signal's number (130, 143)."""
 
-    def __init__(self, message: str, state=None, host=None):
+    def __init__(self, message: str, state=None, host=None, *, signal_name: str = "SIGINT"):
         super().__init__(message)
-        self.state, self.host = state, host
+        self.state, self.host, self.signal_name = state, host, signal_name
+
+    @property
+    def exit_status(self) -> int:
+        return {"SIGINT": 130, "SIGTERM": 143}.get(self.signal_name, 130)

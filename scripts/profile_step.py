@@ -54,10 +54,10 @@ def profile(name: str, spec, state, prob, steps: int, precision: str | None) -> 
     import jax
     from jax.profiler import ProfileData
 
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import placement
     from helmholtz_pinn.pinn import train
 
-    options = layout.compiler_options(spec)
+    options = placement.compiler_options(spec)
     ctx = jax.default_matmul_precision(precision) if precision else contextlib.nullcontext()
     with ctx:
         compiled = jax.jit(train.block_fn(spec, steps), compiler_options=options)

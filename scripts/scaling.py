@@ -3,7 +3,7 @@
 1. Slices: S synthetic plane-wave slices (n x n voxels, F frequencies, C components, one
    direction per slice) stacked as S members of one vmapped scan block (the program of
    ``invert(list_of_datasets)``; on D > 1 devices the members are split across them,
-   ``layout.plan`` / ``layout.place``). Strong scaling: S from ``--members`` on every
+   ``placement.plan`` / ``placement.place``). Strong scaling: S from ``--members`` on every
    device count; weak scaling: S = S0 D for S0 in ``--members-per-device``. Reported:
    microseconds per step of the whole stack, and slices per second for fits of
    ``--fit-steps`` steps (S / (step time x fit steps)).
@@ -110,7 +110,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def device_counts(args) -> list[int | None]:
     """The device counts to measure, ascending; None for ``--devices all`` (1 or all
-    devices, chosen per size by ``layout.plan``)."""
+    devices, chosen per size by ``placement.plan``)."""
     import jax
 
     visible = jax.device_count()
@@ -224,14 +224,13 @@ def scaled_runs(strong, weak):
 
 
 def plan_for(prep, devices, members: int):
-    """``layout.plan`` as ``invert`` calls it for ``prep`` (one problem, or ``members``
+    """``placement.plan`` as ``invert`` calls it for ``prep`` (one problem, or ``members``
     stacked ones of its size); ``devices`` an int, or None for 1 or all as suits the
     size. Raises DeviceMemoryError when the problem does not fit."""
-    from helmholtz_pinn.fit import memory
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import memory, placement
 
     spec = prep.spec
-    return layout.plan(
+    return placement.plan(
         devices,
         rows=int(prep.problem.count),
         per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
@@ -244,7 +243,7 @@ def placed(preps, cfg, plan):
     """(compiled block, placed state, placed problem) of ``preps`` on ``plan``, as
     ``invert`` runs them: one problem, or one member per prepared dataset, every member
     from seed 0."""
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import placement
     from helmholtz_pinn.pinn import train
 
     p = preps[0]
@@ -253,14 +252,14 @@ def placed(preps, cfg, plan):
     if plan.members:
         state = train.stack_trees([state] * plan.members)
         problem = train.stack_trees([q.problem for q in preps])
-    block = layout.compile_block(p.spec, cfg.sync_interval, plan)
+    block = placement.compile_block(p.spec, cfg.sync_interval, plan)
 
     def run(state, problem):
         """One block as the host loop runs it, the rate set first (the same input types:
         ``invert`` on this plan reuses the compiled program)."""
         return block(train.set_learning_rate(state, cfg.learning_rate), problem)
 
-    return (run, *layout.place(state, problem, plan))
+    return (run, *placement.place(state, problem, plan))
 
 
 # --- slices ------------------------------------------------------------------------
@@ -320,7 +319,7 @@ def bench_slices(args, counts) -> list[dict]:
 def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
     """Timing of one volume (``prep`` with the global batch of the step) on ``plan``;
     returns (record fields, final state on the host)."""
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import placement
 
     count, d, batch = int(prep.problem.count), len(plan.devices), prep.spec.batch_size
     local = -(-batch // d)
@@ -338,7 +337,7 @@ def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
         "points_per_s": points / step_s,
         "compile_s": compile_s,
     }
-    return fields, layout.gather(state, plan)
+    return fields, placement.gather(state, plan)
 
 
 def bench_volumes(args, counts) -> list[dict]:
@@ -570,9 +569,9 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import placement
 
-    layout.initialize_distributed()
+    placement.initialize_distributed()
     counts = device_counts(args)
     rows = []
     if not args.skip_slices:

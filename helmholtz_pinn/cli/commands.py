@@ -74,13 +74,12 @@ def cmd_invert(args) -> int:
     import jax
 
     from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
-    from helmholtz_pinn.fit import inversion
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import inversion, placement
     from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
     from helmholtz_pinn.report import files, logs
 
     # many processes (docs/scaling.md): flags, environment or Slurm; else a no-op
-    layout.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    placement.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     writer = jax.process_index() == 0  # every process fits; process 0 alone writes results
     cfg = config_from(args).replace(seed=args.seed)
     paths = args.data or [None]

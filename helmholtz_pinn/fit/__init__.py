@@ -1,1 +1,3 @@
-"""Running a fit: the inversion entry point, chunks, the host loop, device placement, memory, checkpoints."""
+"""Running a fit: ``invert`` (the entry point), chunks of members, the host loop between
+blocks, device placement and memory, checkpoints, the compilation cache.
+"""

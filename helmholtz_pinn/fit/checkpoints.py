@@ -1,6 +1,6 @@
 """Atomic orbax checkpoints of a fit (device state + host loop state) and resume.
 
-Layout: ``OUT/checkpoints/<step>/{state, host}``; orbax writes each step into a
+Files: ``OUT/checkpoints/<step>/{state, host}``; orbax writes each step into a
 temporary folder and renames it when complete, so a killed run leaves either the
 previous checkpoint or the new one, never half of one. The newest two are kept.
 Each checkpoint also holds the settings and a fingerprint of the data (shape,
@@ -126,14 +126,22 @@ class Checkpointer:
         try:
             self.manager.save(step, args=args)
             self.manager.wait_until_finished()
-        except OSError as err:  # disk full, read-only: the previous checkpoint is whole
+        except Exception as err:  # noqa: BLE001 - disk full, read-only: orbax and tensorstore
+            # raise OSError, ValueError or bare Exception; the previous checkpoint is whole
+            self._remove_partial()
             kept = self.manager.latest_step()
             raise OutputError(
-                f"cannot write checkpoint {self.directory / str(step)}: "
-                f"{err.strerror or err}; "
+                f"cannot write checkpoint {self.directory / str(step)}: {_first_line(err)}; "
                 + ("no earlier checkpoint" if kept is None else f"step {kept} is kept")
                 + ": free space and continue with --resume"
             ) from None
+
+    def _remove_partial(self) -> None:
+        """Delete the temporary folders of a save that failed half-way."""
+        import shutil
+
+        for tmp in self.directory.glob("*.orbax-checkpoint-tmp*"):
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def clear(self) -> list[int]:
         """Delete every checkpoint in the folder (an earlier run's: a fresh fit must
@@ -189,9 +197,8 @@ class Checkpointer:
     def _restore(self, step: int, args):
         try:
             return self.manager.restore(step, args=args)
-        except (ValueError, KeyError, OSError, TypeError) as err:
-            why = " ".join(str(err).split())  # orbax/tensorstore: long, several lines
-            why = why if len(why) <= 160 else why[:157] + "..."
+        except Exception as err:  # noqa: BLE001 - any storage-layer failure: try an older one
+            why = _first_line(err)
             raise _Unreadable(
                 f"checkpoint {self.directory / str(step)} cannot be restored ({why})"
             ) from None
@@ -218,6 +225,12 @@ class Checkpointer:
 
     def close(self) -> None:
         self.manager.close()
+
+
+def _first_line(err: BaseException, limit: int = 160) -> str:
+    """An orbax/tensorstore message (long, several lines) as one short line."""
+    why = " ".join(str(getattr(err, "strerror", None) or err).split()) or type(err).__name__
+    return why if len(why) <= limit else why[: limit - 3] + "..."
 
 
 class _Unreadable(CheckpointError):

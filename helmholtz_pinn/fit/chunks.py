@@ -14,6 +14,7 @@ starts, and only its maps and network parameters are kept once it ends.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -24,8 +25,7 @@ import numpy as np
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import CheckpointError, Interrupted
-from helmholtz_pinn.fit import checkpoints, host_loop, memory
-from helmholtz_pinn.fit import placement as layout
+from helmholtz_pinn.fit import checkpoints, host_loop, memory, placement
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import train
 from helmholtz_pinn.pinn.problem import Prepared, prepare
@@ -44,7 +44,7 @@ class Fitted:
     preps: list[Prepared]
     state: train.TrainState
     history: list[dict]
-    plan: layout.Layout
+    plan: placement.Placement
     facts: dict
 
 
@@ -149,25 +149,8 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     resume facts). ``rows``: pad every problem to this many voxel rows (one compiled
     program for every chunk), else to the largest of ``preps``."""
     spec = preps[0].spec
-    e = cfg.ensemble
-
-    def init(seed):
-        p = preps[0]
-        return jax.device_get(
-            train.init_state(
-                spec, seed, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
-            )
-        )
-
-    seeds = [init(cfg.seed + k) for k in range(e)]
-    if stacked:
-        rows = rows or max(int(p.problem.count) for p in preps)
-        problem = train.stack_trees([_pad(p.problem, rows) for p in preps for _ in range(e)])
-        state, members = train.stack_trees(seeds * len(preps)), len(preps) * e
-    else:
-        problem, rows = preps[0].problem, int(preps[0].problem.count)
-        state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
-    plan = layout.plan(
+    state, problem, members, rows = _stack_members(preps, cfg, stacked, rows)
+    plan = placement.plan(
         devices,
         rows=rows,
         per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
@@ -175,14 +158,14 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         members=members,
         shared_problem=members > 0 and not stacked,
     )
-    block = layout.compile_block(spec, cfg.sync_interval, plan)
-    state, problem = layout.place(state, problem, plan)
+    block = placement.compile_block(spec, cfg.sync_interval, plan)
+    state, problem = placement.place(state, problem, plan)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)
     before = 0 if host is None else len(host.history)
     if callback is not None and plan.padded_members != members:  # it sees real members only
         callback = _members_only(callback, slice(0, members))
-    try:
+    with _final_checkpoint(ckpt):
         state, history = host_loop.fit(
             state,
             problem,
@@ -194,19 +177,49 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
             on_block=ckpt,
             progress=progress,
         )
+    if plan.padded_members != members:
+        history = [host_loop.member_record(r, slice(0, members)) for r in history]
+    resumed["trained_blocks"] = len(history) - before
+    return placement.gather(state, plan), history, plan, resumed
+
+
+def _stack_members(preps, cfg: Config, stacked: bool, rows):
+    """(state, problem, members, rows): the E seeds of each dataset, stacked on a leading
+    member axis with the problems padded to ``rows`` (``stacked``), or one problem shared
+    by E seeds (members 0 for a single fit)."""
+    p = preps[0]
+    seeds = [
+        jax.device_get(
+            train.init_state(
+                p.spec, cfg.seed + k, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
+            )
+        )
+        for k in range(cfg.ensemble)
+    ]
+    e = cfg.ensemble
+    if stacked:
+        rows = rows or max(int(q.problem.count) for q in preps)
+        problem = train.stack_trees([_pad(q.problem, rows) for q in preps for _ in range(e)])
+        return train.stack_trees(seeds * len(preps)), problem, len(preps) * e, rows
+    state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
+    return state, p.problem, members, int(p.problem.count)
+
+
+@contextlib.contextmanager
+def _final_checkpoint(ckpt):
+    """On :class:`Interrupted` (SIGINT, SIGTERM) write the last good state as a final
+    checkpoint and raise again with where it is; close the checkpointer in any case."""
+    try:
+        yield
     except Interrupted as stop:
         where = "no checkpoint folder: nothing saved"
         if ckpt is not None:
             ckpt.save(stop.state, stop.host)
             where = f"checkpoint in {ckpt.directory}; continue with --resume (resume=True)"
-        raise Interrupted(f"{stop}; {where}") from None
+        raise Interrupted(f"{stop}; {where}", signal_name=stop.signal_name) from None
     finally:
         if ckpt is not None:
             ckpt.close()
-    if plan.padded_members != members:
-        history = [host_loop.member_record(r, slice(0, members)) for r in history]
-    resumed["trained_blocks"] = len(history) - before
-    return layout.gather(state, plan), history, plan, resumed
 
 
 def _members_only(callback, rows: slice):

@@ -7,7 +7,7 @@ the PDE warm-up a reduce-on-plateau schedule sets the rate and stops a member th
 longer improves. The loop is the same for every layout: it sees a state (with a leading
 member axis when ``members`` > 0) and a compiled block. A first SIGINT (Ctrl-C) lets the
 current block finish and raises :class:`~helmholtz_pinn.errors.Interrupted` with the
-last good state (a second one interrupts at once).
+last good state (a second one interrupts at once); SIGTERM does the same.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ def fit(
     good state (the others recompute the same block bit for bit) with its rate halved,
     at most ``max_retries`` times, else :class:`DivergenceError`. ``callback(record)``
     may return True to stop; ``on_block(state, host)`` sees each good block
-    (checkpoints); ``host`` resumes a loop. SIGINT: :class:`Interrupted` after the block
-    that is running, carrying the last good (state, host).
+    (checkpoints); ``host`` resumes a loop. SIGINT or SIGTERM: :class:`Interrupted` after
+    the block that is running, carrying the last good (state, host) and the signal's name.
     """
     batched = members > 0
     n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
@@ -113,46 +113,30 @@ def fit(
     bar.update(len(host.history) * cfg.sync_interval)
     t0 = time.perf_counter() - host.elapsed_s
     good = state = _with_rates(state, host, batched)
-    with _sigint_flag() as interrupted:
+    with _stop_signals() as received:
         while len(host.history) < n_blocks and not all(p.stopped for p in host.plateaus):
-            if interrupted:
+            if received:
                 bar.close()
                 step = int(np.asarray(good.step).max())
-                message = f"interrupted (SIGINT) at step {step} of {n_blocks * cfg.sync_interval}"
-                raise Interrupted(message, good, host)
-            new, losses = block(state, problem)
-            losses = np.asarray(losses).reshape(
-                max(members, 1), cfg.sync_interval, 3
-            )  # one host read
-            mean = losses.mean(axis=1)
-            best = np.array([p.best for p in host.plateaus])
-            bad = ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
-            if bad.any():
-                _roll_back(
+                total = n_blocks * cfg.sync_interval
+                raise Interrupted(
+                    f"interrupted ({received[0]}) at step {step} of {total}",
+                    good,
                     host,
-                    np.flatnonzero(bad),
-                    int(np.asarray(good.step).max()),
-                    mean,
-                    bar,
-                    cfg.max_retries,
+                    signal_name=received[0],
                 )
+            new, losses = block(state, problem)
+            losses = np.asarray(losses).reshape(max(members, 1), cfg.sync_interval, 3)
+            mean = losses.mean(axis=1)  # the block's one host read
+            bad = _diverged(losses, mean, host)
+            if bad.any():
+                step = int(np.asarray(good.step).max())
+                _roll_back(host, np.flatnonzero(bad), step, mean, bar, cfg.max_retries)
                 state = _with_rates(good, host, batched)
                 continue
-            step = int(np.asarray(new.step).max())
-            if step > cfg.pde_warmup:
-                for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
-                    if not p.stopped:
-                        p.update(float(loss), cfg)
+            record = _accept(new, host, cfg, mean, losses[:, -1], batched, t0)
             good = state = _with_rates(new, host, batched)
-            host.elapsed_s = time.perf_counter() - t0
-            record = _record(step, host, mean, losses[:, -1], batched)
-            host.history.append(record)
-            bar.update(cfg.sync_interval)
-            bar.set_postfix(
-                loss=f"{mean[:, 0].max():.3e}",
-                pde=f"{mean[:, 2].max():.2e}",
-                lr=f"{host.plateaus[0].lr:.1e}",
-            )
+            _show(bar, cfg, mean, host)
             if on_block is not None:
                 on_block(state, host)
             if callback is not None and callback(record):
@@ -161,26 +145,64 @@ def fit(
     return state, host.history
 
 
+def _diverged(losses: np.ndarray, mean: np.ndarray, host: HostState) -> np.ndarray:
+    """Per member: a non-finite loss in the block, or a block mean above
+    ``EXPLODE_FACTOR`` times the best so far."""
+    best = np.array([p.best for p in host.plateaus])
+    return ~np.isfinite(losses).all(axis=(1, 2)) | (mean[:, 0] > EXPLODE_FACTOR * best)
+
+
+def _accept(new, host: HostState, cfg: Config, mean, last, batched: bool, t0: float) -> dict:
+    """Update the plateau schedules (after the PDE warm-up) and append the block's record."""
+    step = int(np.asarray(new.step).max())
+    if step > cfg.pde_warmup:
+        for p, loss in zip(host.plateaus, mean[:, 0], strict=True):
+            if not p.stopped:
+                p.update(float(loss), cfg)
+    host.elapsed_s = time.perf_counter() - t0
+    record = _record(step, host, mean, last, batched)
+    host.history.append(record)
+    return record
+
+
+def _show(bar, cfg: Config, mean: np.ndarray, host: HostState) -> None:
+    bar.update(cfg.sync_interval)
+    bar.set_postfix(
+        loss=f"{mean[:, 0].max():.3e}",
+        pde=f"{mean[:, 2].max():.2e}",
+        lr=f"{host.plateaus[0].lr:.1e}",
+    )
+
+
+STOP_SIGNALS = ("SIGINT", "SIGTERM")
+
+
 @contextlib.contextmanager
-def _sigint_flag():
-    """A list that becomes non-empty at the first SIGINT inside the block (the loop then
-    stops after its current block); a second SIGINT raises KeyboardInterrupt at once.
-    Outside the main thread (where Python delivers signals) the list stays empty."""
-    flag: list[bool] = []
+def _stop_signals():
+    """A list that receives the name of the first SIGINT (Ctrl-C) or SIGTERM (what Slurm,
+    Kubernetes and ``timeout`` send) inside the loop; the loop then stops after its
+    current block. A second signal acts at once (KeyboardInterrupt for SIGINT, the
+    default action for SIGTERM). Outside the main thread (where Python delivers signals)
+    the list stays empty."""
+    received: list[str] = []
     if threading.current_thread() is not threading.main_thread():
-        yield flag
+        yield received
         return
-    previous = signal.getsignal(signal.SIGINT)
+    numbers = [getattr(signal, name) for name in STOP_SIGNALS]
+    previous = {n: signal.getsignal(n) for n in numbers}
 
     def once(signum, frame):
-        flag.append(True)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        received.append(signal.Signals(signum).name)
+        for n in numbers:
+            signal.signal(n, signal.default_int_handler if n == signal.SIGINT else signal.SIG_DFL)
 
-    signal.signal(signal.SIGINT, once)
+    for n in numbers:
+        signal.signal(n, once)
     try:
-        yield flag
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        for n, handler in previous.items():
+            signal.signal(n, handler if handler is not None else signal.SIG_DFL)
 
 
 def _with_rates(state: TrainState, host: HostState, batched: bool) -> TrainState:

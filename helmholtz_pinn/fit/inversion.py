@@ -2,7 +2,7 @@
 
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
 volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
-plain fit) of one stacked state, a :class:`helmholtz_pinn.fit.placement.Layout` says where they
+plain fit) of one stacked state, a :class:`helmholtz_pinn.fit.placement.Placement` says where they
 run, and the one host loop (:func:`helmholtz_pinn.fit.host_loop.fit`) trains them, in chunks when
 they do not fit at once (:mod:`helmholtz_pinn.fit.chunks`).
 

@@ -1,4 +1,4 @@
-"""Devices: plan where a fit runs (a :class:`Layout`), place its arrays, compile its block.
+"""Devices: plan where a fit runs (a :class:`Placement`), place its arrays, compile its block.
 
 One 1-D ``jax.sharding.Mesh`` over D devices, used in one of two ways:
 
@@ -11,11 +11,11 @@ One 1-D ``jax.sharding.Mesh`` over D devices, used in one of two ways:
   (:func:`helmholtz_pinn.pinn.train.train_step` with ``axis_name``). Parameters and Adam's
   state stay replicated.
 
-Memory (:mod:`helmholtz_pinn.fit.memory`): :func:`plan` refuses a layout whose problem
+Memory (:mod:`helmholtz_pinn.fit.memory`): :func:`plan` refuses a placement whose problem
 would not fit.
 
 This module owns no entry point and no training step: :func:`compile_block` applies a
-layout to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`.
+placement to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ AXIS = "devices"
 DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
 
 
-class Layout(NamedTuple):
+class Placement(NamedTuple):
     """Where and how a fit runs.
 
     devices: the devices (a 1-D mesh over them when more than one).
@@ -87,7 +87,7 @@ def plan(
     batch_size: int,
     members: int = 0,
     shared_problem: bool = False,
-) -> Layout:
+) -> Placement:
     """The one planning function: which devices, and split by member or by voxel.
 
     ``devices``: an int N (the first N visible devices) or None/"all": every visible
@@ -133,24 +133,24 @@ def plan(
         raise ConfigError(f"a problem of {rows} voxels cannot be split over {n} devices")
     per_device = math.ceil(rows / n) if data_parallel else rows * math.ceil(stacked / n)
     memory.check_device_memory(per_device, per_voxel, device=jax.local_devices()[0])
-    return Layout(tuple(chosen), members, shared_problem, data_parallel)
+    return Placement(tuple(chosen), members, shared_problem, data_parallel)
 
 
 # --- shardings, placement, the compiled block -------------------------------------
 
 
-def _problem_axes(layout: Layout) -> train.Problem:
+def _problem_axes(placement: Placement) -> train.Problem:
     """PartitionSpecs of a Problem: rows split (data parallel) or members split."""
-    if layout.data_parallel:
+    if placement.data_parallel:
         return train.Problem(P(AXIS), P(AXIS), P(), P(), P(AXIS), P(), P(), P(AXIS))
-    split = P() if layout.shared_problem or not layout.members else P(AXIS)
+    split = P() if placement.shared_problem or not placement.members else P(AXIS)
     return train.Problem(*[split] * len(train.Problem._fields))
 
 
-def _state_axes(state, layout: Layout):
+def _state_axes(state, placement: Placement):
     """PartitionSpecs of a state: members split along ``AXIS``, except the step and the
     optimizer's hyperparameters (read and set by the host loop), which are replicated."""
-    if not layout.members:
+    if not placement.members:
         return jax.tree.map(lambda _: P(), state)
     axes = jax.tree.map(lambda _: P(AXIS), state)
     hyper = jax.tree.map(lambda _: P(), state.opt_state.hyperparams)
@@ -168,22 +168,25 @@ def compiler_options(spec: train.Spec) -> dict:
 
 
 @functools.lru_cache(maxsize=32)
-def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
-    """The jitted block of ``n_steps`` steps for ``layout``, cached on (spec, n_steps,
-    layout): a new seed, step count or learning rate reuses the compiled program."""
-    if len(layout.devices) == 1:
+def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
+    """The jitted block of ``n_steps`` steps for ``placement``, cached on (spec, n_steps,
+    placement): a new seed, step count or learning rate reuses the compiled program."""
+    if len(placement.devices) == 1:
         return jax.jit(
             train.block_fn(
-                spec, n_steps, members=bool(layout.members), shared_problem=layout.shared_problem
+                spec,
+                n_steps,
+                members=bool(placement.members),
+                shared_problem=placement.shared_problem,
             ),
             compiler_options=compiler_options(spec),
         )
-    mesh = layout.mesh
+    mesh = placement.mesh
     whole = NamedSharding(mesh, P())
-    if layout.data_parallel:
+    if placement.data_parallel:
         local = dataclasses.replace(spec, batch_size=math.ceil(spec.batch_size / mesh.size))
         block = train.block_fn(local, n_steps, axis_name=AXIS)
-        axes = _problem_axes(layout)
+        axes = _problem_axes(placement)
         fn = _shard_map(block, mesh, in_specs=(P(), axes), out_specs=(P(), P()))
         return jax.jit(
             fn,
@@ -191,10 +194,10 @@ def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
             out_shardings=(whole, whole),
             compiler_options=compiler_options(local),
         )
-    block = train.block_fn(spec, n_steps, members=True, shared_problem=layout.shared_problem)
+    block = train.block_fn(spec, n_steps, members=True, shared_problem=placement.shared_problem)
     template = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
-    state_sh = _named(_state_axes(template, layout), mesh)
-    problem_sh = _named(_problem_axes(layout), mesh)
+    state_sh = _named(_state_axes(template, placement), mesh)
+    problem_sh = _named(_problem_axes(placement), mesh)
     return jax.jit(
         block,
         in_shardings=(state_sh, problem_sh),
@@ -203,21 +206,21 @@ def compile_block(spec: train.Spec, n_steps: int, layout: Layout):
     )
 
 
-def place(state, problem, layout: Layout):
-    """Host (state, problem) -> device arrays for ``layout``: members padded to a multiple
+def place(state, problem, placement: Placement):
+    """Host (state, problem) -> device arrays for ``placement``: members padded to a multiple
     of the device count and split, or voxels split into shards, or put on one device."""
-    if len(layout.devices) == 1:
-        return jax.device_put((state, problem), layout.devices[0])
-    mesh, n = layout.mesh, len(layout.devices)
-    if layout.data_parallel:
+    if len(placement.devices) == 1:
+        return jax.device_put((state, problem), placement.devices[0])
+    mesh, n = placement.mesh, len(placement.devices)
+    if placement.data_parallel:
         problem = shard_voxels(problem, n)
-    elif layout.members:
+    elif placement.members:
         state = pad_members(state, n)
-        if not layout.shared_problem:
+        if not placement.shared_problem:
             problem = pad_members(problem, n)
     return (
-        _put(state, _named(_state_axes(state, layout), mesh)),
-        _put(problem, _named(_problem_axes(layout), mesh)),
+        _put(state, _named(_state_axes(state, placement), mesh)),
+        _put(problem, _named(_problem_axes(placement), mesh)),
     )
 
 
@@ -234,15 +237,15 @@ def _put(tree, shardings):
     return treedef.unflatten([put(a, s) for a, s in zip(leaves, shards, strict=True)])
 
 
-def gather(state, layout: Layout):
+def gather(state, placement: Placement):
     """Device state -> NumPy on this host, padding members dropped."""
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
         state = multihost_utils.process_allgather(state, tiled=True)
     state = jax.device_get(state)
-    if layout.members and layout.padded_members != layout.members:
-        state = jax.tree.map(lambda a: a[: layout.members], state)
+    if placement.members and placement.padded_members != placement.members:
+        state = jax.tree.map(lambda a: a[: placement.members], state)
     return state
 
 

@@ -1,1 +1,3 @@
-"""Forward models: the scalar finite-difference solver, the elastic FEM solver, phantoms."""
+"""Forward models with known answers: the scalar finite-difference Helmholtz solver, the
+elastic finite-element solver and the built-in phantoms.
+"""

@@ -1,1 +1,3 @@
-"""Input: datasets, their validation, scanner readers, conversion, presets, masks."""
+"""Input: datasets and their validation, scanner readers (MAT, NIfTI), conversion,
+presets of known exports, tissue masks. No JAX.
+"""

@@ -1,1 +1,3 @@
-"""The physics-informed network: Fourier-feature MLPs, PDE forms, the training problem, the step and its scan."""
+"""The physics-informed network: Fourier-feature MLPs with their derivative jets, the PDE
+forms, a dataset as a nondimensional training problem, the step and its scan block.
+"""

@@ -1,1 +1,3 @@
-"""Results and their files: the typed result, output files, figures, training logs."""
+"""What a fit hands back: the result and its run facts, the files of an output folder,
+figures and training logs.
+"""

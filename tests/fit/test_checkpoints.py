@@ -4,13 +4,14 @@ folder is noted (or refused under resume="strict"); other data are refused by na
 
 import dataclasses
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 from settings import SMALL, plane_wave_dataset, plane_wave_slices, volume
 
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import CheckpointError, ConfigError
+from helmholtz_pinn.errors import CheckpointError, ConfigError, OutputError
 from helmholtz_pinn.fit.inversion import invert
 
 CFG = Config(**{**SMALL, "checkpoint_every": 1})  # 2 blocks of 5 steps, saved after each
@@ -188,6 +189,55 @@ def test_a_corrupt_checkpoint_falls_back_to_the_older_one(data, finished, tmp_pa
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_checkpoint_cut_in_half_falls_back_to_the_older_one(data, finished, tmp_path):
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    for f in (folder / "10" / "state").rglob("*"):
+        if f.is_file() and f.parent.name == "d":  # the array data; the metadata stay whole
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    res = invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    assert res.metrics["resumed_from_step"] == 5
+    np.testing.assert_array_equal(res.mu, finished[1])
+
+
+def test_whatever_the_storage_layer_raises_falls_back(data, finished, tmp_path, monkeypatch):
+    """Some orbax/tensorstore versions raise a bare Exception for a short read
+    ("Encountered error while reading array index ... OUT_OF_RANGE"): still a fall back."""
+    import orbax.checkpoint as ocp
+
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    restore = ocp.CheckpointManager.restore
+
+    def short_read(self, step, *args, **kwargs):
+        if step == 10 and "state" in str(kwargs.get("args")):
+            raise Exception("Encountered error while reading array index (0,): OUT_OF_RANGE")
+        return restore(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(ocp.CheckpointManager, "restore", short_read)
+    res = invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    assert res.metrics["resumed_from_step"] == 5
+    np.testing.assert_array_equal(res.mu, finished[1])
+
+
+def test_a_full_disk_during_a_checkpoint_is_one_line_and_leaves_no_partial_folder(
+    data, tmp_path, monkeypatch
+):
+    """orbax reports a full disk as ``ValueError: RESOURCE_EXHAUSTED ...``: the fit stops
+    with one OutputError line that names what is kept, and no temporary folder stays."""
+    import orbax.checkpoint as ocp
+
+    folder = tmp_path / "checkpoints"
+
+    def full(self, step, *args, **kwargs):
+        (Path(self.directory) / f"{step}.orbax-checkpoint-tmp-1").mkdir(parents=True)
+        raise ValueError("RESOURCE_EXHAUSTED: write failed\n No space left on device")
+
+    monkeypatch.setattr(ocp.CheckpointManager, "save", full)
+    with pytest.raises(OutputError, match="cannot write checkpoint .*no earlier checkpoint"):
+        invert(data, CFG, checkpoint_dir=folder, **RUN)
+    assert not list(folder.glob("*.orbax-checkpoint-tmp*"))
+
+
 def test_a_fresh_fit_removes_an_earlier_runs_checkpoints_and_says_so(data, tmp_path):
     """Without resume, the folder's old checkpoints (here of another seed, stopped at
     step 5) are deleted before the fit, with a note; the folder then holds only this
@@ -201,3 +251,29 @@ def test_a_fresh_fit_removes_an_earlier_runs_checkpoints_and_says_so(data, tmp_p
     assert any("removed an earlier run's checkpoints" in n for n in fresh.metrics["notes"])
     resumed = invert(data, CFG, checkpoint_dir=folder, resume="strict", **RUN)
     assert resumed.metrics["resumed_from_step"] == 5  # this seed's checkpoint: no refusal
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_stop_signal_writes_a_final_checkpoint_and_resume_equals_the_whole_fit(
+    name, data, finished, tmp_path
+):
+    """SIGTERM (what Slurm, Kubernetes and ``timeout`` send) acts as SIGINT: the running
+    block finishes, the last good state is checkpointed (step 5, although the periodic
+    checkpoints come every 2 blocks here), Interrupted names the signal and its exit
+    status, and a resume ends bit for bit at the uninterrupted modulus."""
+    import os
+    import signal
+
+    from helmholtz_pinn.errors import Interrupted
+
+    folder = tmp_path / "checkpoints"
+
+    def send(record):
+        os.kill(os.getpid(), getattr(signal, name))
+
+    with pytest.raises(Interrupted, match=f"interrupted \\({name}\\) at step 5 of 10") as err:
+        invert(data, CFG.replace(checkpoint_every=2), checkpoint_dir=folder, callback=send, **RUN)
+    assert err.value.exit_status == {"SIGINT": 130, "SIGTERM": 143}[name]
+    assert sorted(p.name for p in folder.iterdir() if p.name.isdigit()) == ["5"]
+    resumed = invert(data, CFG, checkpoint_dir=folder, resume="strict", **RUN)
+    np.testing.assert_array_equal(resumed.mu, finished[1])

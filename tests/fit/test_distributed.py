@@ -168,11 +168,13 @@ def test_many_processes_use_every_device(monkeypatch, four_devices):
     """Under many processes a fit spans every process's devices: devices=N < all is
     refused, and 'all' takes every device even for one small fit (no fallback to one)."""
     from helmholtz_pinn.errors import ConfigError
-    from helmholtz_pinn.fit import placement as layout
+    from helmholtz_pinn.fit import placement
 
-    monkeypatch.setattr(layout.jax, "process_count", lambda: 2)
+    monkeypatch.setattr(placement.jax, "process_count", lambda: 2)
     with pytest.raises(ConfigError, match="every process's devices take part: use 'all' or 4"):
-        layout.plan(1, rows=100, per_voxel=12, batch_size=64)
-    plan = layout.plan("all", rows=100, per_voxel=12, batch_size=64)
+        placement.plan(1, rows=100, per_voxel=12, batch_size=64)
+    plan = placement.plan("all", rows=100, per_voxel=12, batch_size=64)
     assert (len(plan.devices), plan.mode) == (4, "data-parallel")
-    assert layout.plan("all", rows=100, per_voxel=12, batch_size=64, members=2).padded_members == 4
+    assert (
+        placement.plan("all", rows=100, per_voxel=12, batch_size=64, members=2).padded_members == 4
+    )

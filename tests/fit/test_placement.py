@@ -13,8 +13,7 @@ from settings import SMALL, plane_wave_volume, volume
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
-from helmholtz_pinn.fit import inversion, memory
-from helmholtz_pinn.fit import placement as layout
+from helmholtz_pinn.fit import inversion, memory, placement
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import train
 
@@ -61,15 +60,15 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
     )
     results = []
     for plan in (
-        layout.Layout(tuple(four_devices[:1])),
-        layout.Layout(tuple(four_devices), 0, False, True),
+        placement.Placement(tuple(four_devices[:1])),
+        placement.Placement(tuple(four_devices), 0, False, True),
     ):
-        block = layout.compile_block(prep.spec, 5, plan)
-        state, problem = layout.place(state0, same, plan)
+        block = placement.compile_block(prep.spec, 5, plan)
+        state, problem = placement.place(state0, same, plan)
         from helmholtz_pinn.fit import host_loop
 
         state, hist = host_loop.fit(state, problem, block, cfg, progress=False)
-        results.append((layout.gather(state, plan), hist))
+        results.append((placement.gather(state, plan), hist))
     (one, h1), (many, h4) = results
     for a, b in zip(h4, h1, strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=RTOL)
@@ -81,10 +80,10 @@ def test_member_layout_splits_the_member_axis(four_devices):
     prep = inversion.prepare(volume(), Config(**SMALL))
     seeds = [train.init_state(prep.spec, s, 1.0, 1.0, 1e-3) for s in range(8)]
     state = train.stack_trees(seeds)
-    plan = layout.Layout(tuple(four_devices), members=8)
-    placed, _ = layout.place(state, train.stack_trees([prep.problem] * 8), plan)
+    plan = placement.Placement(tuple(four_devices), members=8)
+    placed, _ = placement.place(state, train.stack_trees([prep.problem] * 8), plan)
     kernel = placed.params["u"]["out_kernel"]
-    assert kernel.sharding.spec == P(layout.AXIS)
+    assert kernel.sharding.spec == P(placement.AXIS)
     assert [s.data.shape[0] for s in kernel.addressable_shards] == [2, 2, 2, 2]
     assert placed.step.sharding.is_fully_replicated
     assert placed.opt_state.hyperparams["learning_rate"].sharding.is_fully_replicated
@@ -105,7 +104,7 @@ def test_ensemble_on_four_devices_equals_one_device(four_devices):
 
 def test_pad_members_and_shard_voxels():
     tree = {"a": np.arange(3.0), "b": np.ones((3, 2))}
-    padded = layout.pad_members(tree, 4)
+    padded = placement.pad_members(tree, 4)
     assert padded["a"].tolist() == [0.0, 1.0, 2.0, 2.0] and padded["b"].shape == (4, 2)
     problem = train.Problem(
         np.arange(10.0)[:, None],
@@ -117,7 +116,7 @@ def test_pad_members_and_shard_voxels():
         np.ones((1, 1)),
         np.arange(10.0) + 100,
     )
-    shards = layout.shard_voxels(problem, 4)
+    shards = placement.shard_voxels(problem, 4)
     assert shards.count.tolist() == [3, 3, 2, 2] and shards.x.shape == (12, 1)
     # the PDE rows move with their voxels
     np.testing.assert_array_equal(shards.pde[shards.pde > 0] - 100, np.arange(10.0))
@@ -127,11 +126,11 @@ def test_pad_members_and_shard_voxels():
 
 def test_plan_chooses_devices(four_devices):
     def plan(devices, **kw):
-        return layout.plan(devices, **{"rows": 100, "per_voxel": 84, "batch_size": 64, **kw})
+        return placement.plan(devices, **{"rows": 100, "per_voxel": 84, "batch_size": 64, **kw})
 
     assert len(plan(None, members=4).devices) == 4
     assert len(plan("all", members=3).devices) == 1
-    big = plan(None, rows=layout.DP_MIN_POINTS * 4, batch_size=layout.DP_MIN_POINTS * 4)
+    big = plan(None, rows=placement.DP_MIN_POINTS * 4, batch_size=placement.DP_MIN_POINTS * 4)
     assert big.data_parallel and len(big.devices) == 4
     assert plan(None, batch_size=2048).mode == "single"
     assert len(plan("2", members=1).devices) == 2
@@ -175,15 +174,15 @@ def test_initialize_distributed_needs_a_launcher(monkeypatch):
         "OMPI_COMM_WORLD_SIZE",
     ):
         monkeypatch.delenv(key, raising=False)
-    assert layout.initialize_distributed() is False
+    assert placement.initialize_distributed() is False
     monkeypatch.setenv("SLURM_JOB_ID", "7")  # an sbatch script of 4 tasks, before srun:
     monkeypatch.setenv("SLURM_NTASKS", "4")  # it runs alone, so nothing to coordinate
-    assert layout.initialize_distributed() is False
+    assert placement.initialize_distributed() is False
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "1")  # one process: nothing to coordinate
-    assert layout.initialize_distributed() is False
+    assert placement.initialize_distributed() is False
     monkeypatch.setenv("JAX_PROCESS_ID", "0")
     with pytest.raises(ConfigError, match="JAX_NUM_PROCESSES"):
-        layout.initialize_distributed()
+        placement.initialize_distributed()
 
 
 def test_large_batches_and_volumes_get_cublas_gemms_on_a_gpu_only(monkeypatch):

@@ -10,8 +10,7 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
-from helmholtz_pinn.fit import host_loop, inversion
-from helmholtz_pinn.fit import placement as layout
+from helmholtz_pinn.fit import host_loop, inversion, placement
 from helmholtz_pinn.pinn import train
 
 
@@ -20,7 +19,7 @@ def init(prep, seed=0, lr=1e-3):
 
 
 def one_device(prep, members=0, shared=False):
-    return layout.Layout(tuple(jax.devices()[:1]), members, shared)
+    return placement.Placement(tuple(jax.devices()[:1]), members, shared)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +31,7 @@ def prepared():
 def test_scan_block_equals_single_steps(pde):
     prep = inversion.prepare(plane_wave_dataset(), Config(**SMALL, pde=pde))
     state0 = init(prep)
-    blocked, losses = layout.compile_block(prep.spec, 5, one_device(prep))(state0, prep.problem)
+    blocked, losses = placement.compile_block(prep.spec, 5, one_device(prep))(state0, prep.problem)
     step = jax.jit(train.train_step, static_argnums=2)
     state, single = state0, []
     for _ in range(5):
@@ -53,23 +52,23 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
     ds = plane_wave_dataset()
     inversion.invert(ds, Config(**SMALL), progress=False)
     prep = inversion.prepare(ds, Config(**SMALL))
-    block = layout.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
+    block = placement.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
     size = block._cache_size()
     assert size >= 1  # compiled by the first fit
     other = Config(**{**SMALL, "seed": 3, "steps": 15, "learning_rate": 5e-4})
     inversion.invert(ds, other, progress=False)
-    again = layout.compile_block(
+    again = placement.compile_block(
         inversion.prepare(ds, other).spec, SMALL["sync_interval"], one_device(prep)
     )
     assert again is block and block._cache_size() == size
     # a change of the program (network width) is a new entry: the test can fail
     wider = inversion.prepare(ds, Config(**{**SMALL, "width": 24})).spec
-    assert layout.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
+    assert placement.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
 
 
 def test_state_dtypes_and_shapes_are_stable(prepared):
     state0 = init(prepared)
-    state1, _ = layout.compile_block(prepared.spec, 5, one_device(prepared))(
+    state1, _ = placement.compile_block(prepared.spec, 5, one_device(prepared))(
         state0, prepared.problem
     )
     spec0 = jax.tree.map(lambda a: (a.shape, a.dtype), state0)
@@ -88,7 +87,7 @@ def test_same_seed_same_modulus_different_seed_differs():
 
 def _poisoned(prepared, bad_calls):
     """A block whose first ``bad_calls`` calls return NaN losses (a forced divergence)."""
-    real = layout.compile_block(prepared.spec, 5, one_device(prepared))
+    real = placement.compile_block(prepared.spec, 5, one_device(prepared))
     calls = {"n": 0, "lr": []}
 
     def poisoned(state, problem):
@@ -122,7 +121,7 @@ def test_callback_stops_early(prepared):
         seen.append(record["step"])
         return True
 
-    block = layout.compile_block(prepared.spec, 5, one_device(prepared))
+    block = placement.compile_block(prepared.spec, 5, one_device(prepared))
     state, history = host_loop.fit(
         init(prepared), prepared.problem, block, Config(**SMALL), callback=stop, progress=False
     )
@@ -146,7 +145,7 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
     """vmapped members started from the same state stay identical (std 0); seeds differ."""
     s0 = jax.device_get(init(prepared))
     plan = one_device(prepared, members=2, shared=True)
-    block = layout.compile_block(prepared.spec, 5, plan)
+    block = placement.compile_block(prepared.spec, 5, plan)
     same, _ = host_loop.fit(
         train.stack_trees([s0, s0]),
         prepared.problem,
