@@ -21,102 +21,64 @@ AUX_NETWORKS = ("mu", "u")
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings of one PINN inversion.
+    """Settings of one PINN inversion. Why each default is what it is: docs/defaults.md.
 
     Attributes:
       width: hidden width of the u-network; None: 256 for 2-D data (slicewise fits
-        too), 512 for one 3-D fit (one network holds the whole volume; measured on the
-        elastic volumes, docs/accuracy.md).
-      depth: number of hidden layers of the u-network.
-      mu_width, mu_depth: the same for the mu-network (which also carries the navier
-        form's pressure); None: 64 x 2 for 2-D data, 128 x 3 for one 3-D fit.
+        too), 512 for one 3-D fit.
+      depth: hidden layers of the u-network.
+      mu_width: hidden width of the mu-network (which also carries the navier pressure in
+        2-D); None: 64 for 2-D data, 128 for one 3-D fit.
+      mu_depth: hidden layers of the mu-network; None: 2 for 2-D data, 3 for one 3-D fit.
       n_features: Fourier frequencies per network (the embedding has 2 * n_features);
         None: 128 for 2-D data, 256 for one 3-D fit.
-      sigma_u, sigma_mu: Fourier scale, cycles per field of view; None derives it from
-        the shortest expected wavelength (``sigma_factor_u``/``sigma_factor_mu`` times
-        field of view / wavelength).
-      sigma_factor_u, sigma_factor_mu: the factors of that automatic Fourier scale;
-        sigma_factor_u None: 1.0 for 2-D data (slicewise fits too), 0.5 for one 3-D fit
-        (a 2-D-tuned scale biases 3-D fits' G' low; measured on the elastic volumes,
-        docs/accuracy_elastic.md) and for 2-D data whose best field's noise fraction is
-        at least 0.15 (problem.NOISY_2D; at 1.0 elastic slices at -10 dB collapsed to the
-        modulus floor, at 0.5 they gave 11-18 %; docs/accuracy.md).
-      sigma_ratio_z: 3-D fits only: the Fourier scale along the third (slice) axis as a
-        fraction of the in-plane scale, for both networks (1 is isotropic; tuned on slabs
-        10 voxels thick, where through-plane detail is poorly sampled).
-      activation: hidden activation, "tanh" or "sin".
-      pde: the residual form, a module of :mod:`helmholtz_pinn.pinn.forms`: "helmholtz"
-        (mu Lap u + rho omega^2 u = 0), "hetero" (div(mu grad u) + rho omega^2 u = 0),
-        "curl" (hetero on q = curl u, three components), "navier" (the elastic
-        Navier-Cauchy equation with a free pressure, vector data), or "auto" (navier
-        for three-component data, hetero otherwise; :func:`helmholtz_pinn.pinn.forms.resolve`);
-        checked when a fit is prepared.
-      mu_model: "voigt" (mu = G' + i omega eta, G' and eta shared by all frequencies),
-        "springpot" (power law mu = kappa (i omega)^alpha: |mu| grows as omega^alpha and
-        the phase angle alpha pi / 2 is shared by all frequencies, 0 < alpha < 1) or
-        "per-frequency" (an independent complex modulus per frequency).
-      aux_network: which network outputs the form's auxiliary fields (the navier form's
-        pressure p): "u" (beside the displacement, at the wave's scale; p varies on the
-        shear wavelength near inclusions and free faces while mu is piecewise smooth) or
-        "mu" (beside the modulus, at the mu-network's Fourier scale); None: "mu" for 2-D
-        data, "u" for one 3-D fit (H200 volumes at -20 dB: G' error 0.6-1.0 points lower
-        on all four files, the same clean G' error, G'' error 0-2 points higher;
-        docs/accuracy.md).
-      weighting: "noise" (each frequency's and component's field weighs 1 / n^2 in
-        both loss terms, n its noise RMS over its RMS, estimated from the data by
-        :func:`helmholtz_pinn.assess.stencils.noise_rms` and at least ``noise_floor`` times the
-        RMS of the frequency's strongest component; a field that is mostly noise, or
-        numerically zero, then cannot pull the modulus) or "uniform" (every field
-        weighs 1).
-      noise_floor: the smallest noise level assumed, as a fraction of the RMS of the
-        strongest component at each frequency (model and discretisation error of
-        clean data).
-      mu_ref: reference modulus, Pa, used to nondimensionalise; None estimates it from
-        the data (smoothed algebraic inversion).
-      steps: training steps (a multiple of ``sync_interval`` is run).
-      sync_interval: steps per on-device ``lax.scan`` block; the loss is read once a block.
-      batch_size: voxels drawn per step (data and collocation points); every voxel
-        in the mask, each step, when it is at least their number; None: 2048 (one 3-D
-        fit at 4096 was as accurate and took twice as long; docs/accuracy.md).
+      sigma_u: Fourier scale of the u-network, cycles per field of view; None:
+        sigma_factor_u times the field of view over the shortest expected wavelength.
+      sigma_mu: the same for the mu-network, with sigma_factor_mu.
+      sigma_factor_u: factor of the automatic sigma_u; None: 1.0 for 2-D data, 0.5 for
+        one 3-D fit and for 2-D data whose best field's noise fraction is at least 0.15.
+      sigma_factor_mu: factor of the automatic sigma_mu.
+      sigma_ratio_z: 3-D fits: the Fourier scale along the slice axis over the in-plane
+        scale, both networks (1 is isotropic).
+      activation: hidden activation, tanh or sin.
+      pde: the residual form: helmholtz (mu Lap u + rho omega^2 u = 0), hetero
+        (div(mu grad u) + rho omega^2 u = 0), curl (hetero on q = curl u, three
+        components), navier (the elastic Navier-Cauchy equation with a free pressure) or
+        auto (navier for three-component data, hetero otherwise).
+      mu_model: voigt (mu = G' + i omega eta, shared by all frequencies), springpot
+        (mu = kappa (i omega)^alpha, 0 < alpha < 1, the phase angle alpha pi / 2 shared)
+        or per-frequency (an independent complex modulus per frequency).
+      aux_network: the network that outputs the navier pressure, u or mu; None: mu for
+        2-D data, u for one 3-D fit.
+      weighting: noise (each frequency's and component's field weighs 1 / n^2, n its
+        estimated noise RMS over its RMS, at least noise_floor) or uniform.
+      noise_floor: the smallest noise level assumed, a fraction of the RMS of the
+        strongest component at each frequency.
+      mu_ref: reference modulus, Pa, used to nondimensionalise; None: estimated from the
+        data by smoothed algebraic inversion.
+      steps: training steps (rounded up to a multiple of sync_interval).
+      sync_interval: steps per compiled block; the loss is read once a block.
+      batch_size: voxels drawn per step; every voxel of the mask when at least their
+        number; None: 2048.
       learning_rate: Adam step size at the start.
       pde_weight: weight of the PDE loss after the warm-up.
-      pde_warmup: steps over which the PDE weight ramps linearly from 0.
-      pde_margin: voxels of the mask's in-plane rim (grid axes 0 and 1; a voxel counts
-        when every voxel within this many steps, diagonals included, is in the mask and
-        on the grid) whose PDE residual is left out of the loss; their data term stays
-        and their modulus is the mu-network's continuation from inside. None: for a 3-D
-        navier fit one sixth of the shortest expected shear wavelength
-        sqrt(mu_ref / rho) / f_max in in-plane voxels, rounded, at least 1 (3 voxels on
-        the 1 mm FEM volumes), 0 otherwise (H200, elastic FEM tuning volume: G' error
-        3.9 -> 2.7 % clean and 4.9 -> 3.9 % at -20 dB; within about 5 voxels of a
-        traction-free face the fitted navier residual pulls G' 20-40 % low; no gain on
-        2-D slices; docs/accuracy.md).
-      plateau_patience, plateau_factor, min_lr: reduce-on-plateau schedule acting
-        between blocks: the rate is multiplied by ``plateau_factor`` after
-        ``plateau_patience`` blocks without a 1 % improvement, never below ``min_lr``.
+      pde_warmup: steps over which the PDE weight ramps up linearly from 0.
+      pde_margin: voxels of the mask's in-plane rim whose PDE residual is left out (their
+        data term stays); None: for a 3-D navier fit a sixth of the shortest expected
+        shear wavelength in voxels (at least 1), else 0.
+      plateau_patience: blocks without a 1 % improvement before the rate is reduced.
+      plateau_factor: the reduction: the rate is multiplied by this.
+      min_lr: the rate never goes below this; a fit stalled there stops early.
       max_retries: divergence roll-backs (rate halved each time) before giving up.
-      checkpoint_every: blocks between checkpoints when a checkpoint folder is given.
-      max_members_per_chunk: members (datasets or z-slices, times ``ensemble``) trained
-        at once; a larger batch runs in chunks of whole datasets, one after the other,
-        each checkpointed in its own folder (``checkpoints/chunk-<i>``); None derives it
-        from the free device memory (host memory on the CPU) and
-        helmholtz_pinn.fit.memory.member_bytes (a per-member estimate).
-      ensemble: E independently seeded fits (seeds seed .. seed + E - 1) trained as one
-        vmapped program; the result is their mean modulus and its standard deviation.
-      ensemble_keep: an ensemble member whose final loss is above ``ensemble_keep`` times
-        the lowest member's is left out of the mean and the spread (it ended in a poorer
-        optimum) and named in metrics.json (``ensemble_dropped_seeds``) and a warning;
-        ``inf`` keeps every member. A slicewise fit decides slice by slice (seeds per
-        slice in ``ensemble_dropped_seeds``). The default 2 was
-        chosen on the small elastic fixture at CPU settings (seeds 0-7: 1.0-1.8x the lowest
-        final loss at 11-13 % error, 3.3-3.4x at 37-38 %) and checked at full size (H200,
-        the cropped tuning volume: a poor seed at 8.5 % error ended at 31x, three good ones
-        within 1.07x; the whole volume: seeds 0-3 within 1.48x; docs/accuracy.md).
+      checkpoint_every: blocks between checkpoints, when a checkpoint folder is given.
+      max_members_per_chunk: members (datasets or z-slices, times ensemble) trained at
+        once, larger batches in chunks; None: from the free device memory.
+      ensemble: independently seeded fits trained as one program; the result is their
+        mean modulus and its standard deviation.
+      ensemble_keep: members whose final loss is above this times the lowest are left out
+        of the mean and named; inf keeps every member.
       metric_margin: voxels of the mask's rim left out of the accuracy metrics and the
-        clinical medians of metrics.json (a voxel is scored when every voxel within this
-        many steps, diagonals included, is in the mask and on the grid; holes in the mask
-        count as outside; in-plane only for slicewise fits); 0 scores the whole mask. It
-        does not change the fit.
+        clinical medians (0 scores the whole mask); the fit is unchanged.
       seed: seeds the network initialisation and the collocation sampling.
     """
 
@@ -160,61 +122,23 @@ class Config:
         _choice("mu_model", self.mu_model, MU_MODELS)
         _choice("weighting", self.weighting, WEIGHTINGS)
         _choice("aux_network", self.aux_network, (*AUX_NETWORKS, None))
-        for name in (
-            "depth",
-            "steps",
-            "sync_interval",
-            "plateau_patience",
-            "checkpoint_every",
-            "ensemble",
-        ):
+        for name in POSITIVE_INTS:
+            _positive_int(name, getattr(self, name), optional=False)
+        for name in OPTIONAL_POSITIVE_INTS:
+            _positive_int(name, getattr(self, name), optional=True)
+        for name in (*POSITIVE_FLOATS, *OPTIONAL_POSITIVE_FLOATS):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"config.{name} must be a positive integer; got {value!r}")
-        for name in (
-            "learning_rate",
-            "plateau_factor",
-            "min_lr",
-            "sigma_factor_mu",
-            "sigma_ratio_z",
-            "noise_floor",
-        ):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"config.{name} must be > 0; got {getattr(self, name)!r}")
-        for name in (
-            "width",
-            "mu_width",
-            "mu_depth",
-            "n_features",
-            "max_members_per_chunk",
-            "batch_size",
-        ):
+            if not (value is None and name in OPTIONAL_POSITIVE_FLOATS) and not value > 0:
+                none = " or None" if name in OPTIONAL_POSITIVE_FLOATS else ""
+                raise ConfigError(f"config.{name} must be > 0{none}; got {value!r}")
+        for name in ("metric_margin", "pde_margin"):
             value = getattr(self, name)
-            if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 1
-            ):
-                raise ConfigError(
-                    f"config.{name} must be a positive integer or None; got {value!r}"
-                )
-        for name in ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"config.{name} must be > 0 or None; got {value!r}")
+            if not (value is None and name == "pde_margin") and not _int_at_least(value, 0):
+                raise ConfigError(f"config.{name} must be an integer >= 0 voxels; got {value!r}")
         if not self.ensemble_keep >= 1:
             raise ConfigError(
                 f"config.ensemble_keep must be >= 1 (a factor on the lowest final loss) or "
                 f"inf; got {self.ensemble_keep!r}"
-            )
-        if not isinstance(self.metric_margin, int) or self.metric_margin < 0:
-            raise ConfigError(
-                f"config.metric_margin must be an integer >= 0 voxels; got {self.metric_margin!r}"
-            )
-        margin = self.pde_margin
-        if margin is not None and (
-            not isinstance(margin, int) or isinstance(margin, bool) or margin < 0
-        ):
-            raise ConfigError(
-                f"config.pde_margin must be an integer >= 0 voxels or None; got {margin!r}"
             )
         if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
             raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
@@ -226,6 +150,35 @@ class Config:
             valid = ", ".join(f.name for f in dataclasses.fields(self))
             raise ConfigError(f"unknown config option(s) {sorted(unknown)}; valid: {valid}")
         return dataclasses.replace(self, **overrides)
+
+
+POSITIVE_INTS = (
+    "depth",
+    "steps",
+    "sync_interval",
+    "plateau_patience",
+    "checkpoint_every",
+    "ensemble",
+)
+OPTIONAL_POSITIVE_INTS = (
+    "width", "mu_width", "mu_depth", "n_features", "max_members_per_chunk", "batch_size"
+)  # fmt: skip
+POSITIVE_FLOATS = (
+    "learning_rate", "plateau_factor", "min_lr", "sigma_factor_mu", "sigma_ratio_z", "noise_floor"
+)  # fmt: skip
+OPTIONAL_POSITIVE_FLOATS = ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u")
+
+
+def _int_at_least(value, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _positive_int(name: str, value, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not _int_at_least(value, 1):
+        none = " or None" if optional else ""
+        raise ConfigError(f"config.{name} must be a positive integer{none}; got {value!r}")
 
 
 def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:

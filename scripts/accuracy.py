@@ -50,6 +50,7 @@ Examples (the script finds the package in its checkout; no install needed):
 
 from __future__ import annotations
 
+# ruff: noqa: E402 (the library and the elastic part are imported after sys.path is set)
 import argparse
 import dataclasses
 import datetime
@@ -72,12 +73,20 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing the pack
 if str(ROOT / "scripts") not in sys.path:  # the elastic part, also when loaded by path
     sys.path.insert(0, str(ROOT / "scripts"))
 
-import accuracy_elastic as elastic  # noqa: E402
-from accuracy_elastic import _emit, _num, _pct, _seconds, noise_label  # noqa: E402, F401
+import accuracy_elastic as elastic
+from accuracy_elastic import (
+    CLEAN_MAX_ERROR,
+    CLEAN_MIN_CONTRAST,
+    CLEAN_MIN_R,
+    FIGURE_NOISE,
+    NOISY_DB,
+    NOISY_MAX_ERROR,
+)
+from study_report import emit, noise_label, num, pct, seconds
 
-from helmholtz_pinn import errors  # noqa: E402
+from helmholtz_pinn import errors
 from helmholtz_pinn.assess import baselines, metrics
-from helmholtz_pinn.config import Config  # noqa: E402
+from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit import inversion
 from helmholtz_pinn.forward import phantoms
 from helmholtz_pinn.pinn import forms
@@ -95,14 +104,6 @@ DEFAULT_PHANTOMS = ("four-target", "smooth", "stripes")
 DEFAULT_NOISE = (None, -30.0, -20.0, -10.0)  # dB noise-to-signal power; None = clean
 # The targets (fractions), shared with the elastic part: clean PINN, and PINN at
 # -20 dB against AHI on the same file (the elastic part compares with curl-MDEV).
-from accuracy_elastic import (  # noqa: E402
-    CLEAN_MAX_ERROR,
-    CLEAN_MIN_CONTRAST,
-    CLEAN_MIN_R,
-    FIGURE_NOISE,
-    NOISY_DB,
-    NOISY_MAX_ERROR,
-)
 
 NOISY_MAX_RATIO = 0.25
 
@@ -275,7 +276,7 @@ def run_study(args, command: str) -> dict:
         "phantoms": {},
         "results": [],
     }
-    _emit({"meta": study["meta"]})
+    emit({"meta": study["meta"]})
     print(
         f"# {jax.devices()[0]}: {len(args.phantoms)} phantoms x {len(args.noise)} noise "
         f"levels x {len(args.methods)} methods",
@@ -288,7 +289,7 @@ def run_study(args, command: str) -> dict:
         clean = phantoms.simulate_phantom(name, **phantom_overrides)  # once per phantom
         study["phantoms"][name] = phantom_info(clean, phantom_overrides)
         study["phantoms"][name]["simulate_s"] = time.perf_counter() - t0
-        _emit({"phantom_info": {"phantom": name, **study["phantoms"][name]}})
+        emit({"phantom_info": {"phantom": name, **study["phantoms"][name]}})
         truth = np.asarray(clean.mu)[0].real
         for noise_db in args.noise:
             # what simulate_phantom(name, noise_db=, seed=) returns, without solving again
@@ -299,14 +300,14 @@ def run_study(args, command: str) -> dict:
                 facts, mu = run_cell(method, dataset, cfg, args.ahi_sigma)
                 row = accuracy_row(name, noise_db, method, facts, mu, dataset)
                 study["results"].append(row)
-                _emit(row)
+                emit(row)
                 if mu is not None and noise_db in _figure_noise(args.noise):
                     maps[(noise_db, method)] = np.asarray(mu).reshape(-1, *dataset.grid)[0].real
                 files.write_json(out / "accuracy.json", study)
         figure(name, truth, maps, study, out / "figures" / f"accuracy_{name}.png")
         write_report(study, out / "accuracy.md")
     study["meta"]["complete"] = True
-    _emit({"complete": {"cells": len(study["results"])}})
+    emit({"complete": {"cells": len(study["results"])}})
     files.write_json(out / "accuracy.json", study)
     write_report(study, out / "accuracy.md")
     return study
@@ -526,23 +527,23 @@ def targets(study: dict, name: str) -> list[dict]:
             add(
                 method,
                 "clean error",
-                f"clean: median error <= {_pct(CLEAN_MAX_ERROR, 0)}",
-                _pct(err),
+                f"clean: median error <= {pct(CLEAN_MAX_ERROR, 0)}",
+                pct(err),
                 err <= CLEAN_MAX_ERROR,
             )
             add(
                 method,
                 "clean R",
                 f"clean: R >= {CLEAN_MIN_R}",
-                _num(r),
+                num(r),
                 r is not None and r >= CLEAN_MIN_R,
             )
             add(
                 method,
                 "clean contrast",
                 f"clean: contrast of the two largest targets (regions {', '.join(big)}) >= "
-                f"{_pct(CLEAN_MIN_CONTRAST, 0)}",
-                ", ".join(_pct(c) for c in contrast),
+                f"{pct(CLEAN_MIN_CONTRAST, 0)}",
+                ", ".join(pct(c) for c in contrast),
                 bool(contrast) and all(c is not None and c >= CLEAN_MIN_CONTRAST for c in contrast),
             )
         else:
@@ -552,14 +553,14 @@ def targets(study: dict, name: str) -> list[dict]:
             add(
                 method,
                 f"{noisy_label} error",
-                f"{noisy_label}: median error <= {_pct(NOISY_MAX_ERROR, 0)}",
-                _pct(err),
+                f"{noisy_label}: median error <= {pct(NOISY_MAX_ERROR, 0)}",
+                pct(err),
                 err <= NOISY_MAX_ERROR,
             )
             e_ahi, e_gauss = error(NOISY_DB, "ahi"), error(NOISY_DB, "ahi-gaussian")
             target = f"{noisy_label}: error <= {NOISY_MAX_RATIO}x the AHI error on the same file"
             if e_ahi:
-                value = f"{_pct(err)} / {_pct(e_ahi)} = x{err / e_ahi:.3f}"
+                value = f"{pct(err)} / {pct(e_ahi)} = x{err / e_ahi:.3f}"
                 if e_gauss:
                     value += f"; against Gaussian-smoothed AHI x{err / e_gauss:.2f}"
                 add(method, f"{noisy_label} vs AHI", target, value, err / e_ahi <= NOISY_MAX_RATIO)
@@ -656,11 +657,11 @@ def report(study: dict, *, regenerated_by: str | None = None) -> str:
                 cells = [
                     r["noise"],
                     LABELS.get(r["method"], r["method"]),
-                    _pct(r.get("median_rel_error_storage")),
-                    _num(r.get("pearson_r_storage")),
+                    pct(r.get("median_rel_error_storage")),
+                    num(r.get("pearson_r_storage")),
                 ]
-                cells += [_pct(ct.get(k), 0) for k in labels]
-            cells.append(_seconds(r.get("wall_time_s")))
+                cells += [pct(ct.get(k), 0) for k in labels]
+            cells.append(seconds(r.get("wall_time_s")))
             lines.append("| " + " | ".join(cells) + " |")
         lines += [
             "",
@@ -832,8 +833,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--curl-sigma", type=float, default=baselines.CURL_SIGMA,
-        help="Gaussian smoothing of curl-MDEV, voxels (the library default; 2.0 until "
-        "2026-12-01, as in docs/accuracy_elastic.md)",
+        help="Gaussian smoothing of curl-MDEV, voxels (default: the library default)",
     )  # fmt: skip
     parser.add_argument(
         "--compile-cache",

@@ -1,6 +1,6 @@
 """The elastic part of ``scripts/accuracy.py``: the 3-component FEM phantoms written by
 ``scripts/elastic_phantoms.py`` x methods, and its report sections. Also the number
-formatting and JSON-line helpers that both parts of the report share.
+formatting and JSON-line helpers that both parts share are in ``study_report.py``.
 
 Files: ``DIR/manifest.json`` lists entries (file, case, set "tuning"/"held-out", output
 "volume"/"slice", noise_db, seed, settings, frequency_hz); each file is a canonical
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from study_report import emit, noise_label, num, pct, seconds
 
 from helmholtz_pinn import errors
 from helmholtz_pinn.assess import baselines, metrics
@@ -61,47 +62,6 @@ MRE_PINN = {
     "AHI": {"clean": 0.521, "r": 0.540, "noisy": 0.904, "contrast": (0.978, 1.036, 0.023, 0.027)},
 }
 FOUR_TARGET_DIAMETERS_MM = {"2": 20, "3": 10, "4": 6, "5": 4}  # elastic.LAYOUTS order
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def noise_label(noise_db: float | None) -> str:
-    """``clean`` or ``-20 dB``."""
-    return "clean" if noise_db is None else f"{noise_db:g} dB"
-
-
-def _pct(x, digits: int = 1) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return f"{round(100 * x, digits) + 0.0:.{digits}f} %"  # + 0.0: no "-0 %"
-
-
-def _num(x, fmt: str = "{:.3f}") -> str:
-    return "n/a" if x is None or not math.isfinite(x) else fmt.format(x)
-
-
-def _seconds(x) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return f"{x:.1f}" if x >= 10 else f"{x:.2g}" if x >= 0.01 else "< 0.01"
-
-
-def _emit(record: dict) -> None:
-    """One JSON line on stdout, flushed (NaN becomes null, numpy scalars numbers)."""
-    print(json.dumps(_jsonable(record)), flush=True)
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 # --------------------------------------------------------------------------- methods
@@ -385,7 +345,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
         "phantoms": {},
         "results": [],
     }
-    _emit({"meta": meta})
+    emit({"meta": meta})
     print(
         f"# {jax.devices()[0]}: {len(todo)} elastic files x up to {len(methods)} methods"
         + (" (batched per case and output)" if args.batch else ""),
@@ -401,7 +361,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
     def record(entry, dataset, method, facts, mu):
         row = cell_row(entry, method, facts, mu, dataset, extra)
         study["elastic_results"].append(row)
-        _emit(row)
+        emit(row)
         if mu is not None and entry["noise_db"] in FIGURE_NOISE:
             _save_map(maps_dir, entry, method, mu, dataset)
         files.write_json(out / "accuracy_elastic.json", study)
@@ -443,7 +403,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
             dataset = load(folder / e["file"])
             info = file_info(e, dataset)
             study["elastic_files"][e["file"]] = info
-            _emit({"elastic_file": info})
+            emit({"elastic_file": info})
             if e["noise_db"] in FIGURE_NOISE:
                 _save_map(maps_dir, e, "truth", dataset.mu, dataset)
             loaded.append((e, ms, dataset))
@@ -468,11 +428,11 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
         write_report(study, out / "accuracy_elastic.md")
     if stopped:
         print(f"# time budget of {args.time_budget:g} s reached: stopped", file=sys.stderr)
-        _emit({"stopped": {"time_budget_s": args.time_budget}})
+        emit({"stopped": {"time_budget_s": args.time_budget}})
     wanted = {(e["file"], m) for e, ms in todo for m in ms}
     meta["complete"] = wanted <= {(r["file"], r["method"]) for r in study["elastic_results"]}
     if meta["complete"]:
-        _emit({"complete": {"cells": len(study["elastic_results"])}})
+        emit({"complete": {"cells": len(study["elastic_results"])}})
     files.write_json(out / "accuracy_elastic.json", study)
     write_report(study, out / "accuracy_elastic.md")
     return study
@@ -592,7 +552,7 @@ def _ok(value, met) -> str:
 def _judge_error(limit):
     def judge(r, study, curl):
         e = r.get("median_rel_error_storage")
-        return _pct(e), e is not None and e <= limit
+        return pct(e), e is not None and e <= limit
 
     return judge
 
@@ -600,7 +560,7 @@ def _judge_error(limit):
 def _judge_r(limit):
     def judge(r, study, curl):
         x = r.get("pearson_r_storage")
-        return _num(x), x is not None and x >= limit
+        return num(x), x is not None and x >= limit
 
     return judge
 
@@ -609,7 +569,7 @@ def _judge_contrast(r, study, curl):
     big = _largest(study, r["file"])
     c = [(r.get("contrast_transfer") or {}).get(k) for k in big]
     ok = bool(c) and all(x is not None and x >= CLEAN_MIN_CONTRAST for x in c)
-    return " / ".join(_pct(x) for x in c) + f" (regions {', '.join(big)})", ok
+    return " / ".join(pct(x) for x in c) + f" (regions {', '.join(big)})", ok
 
 
 def _judge_ratio(r, study, curl):
@@ -672,10 +632,10 @@ def _targets_table(study: dict, set_name: str) -> list[str]:
         return ["No PINN results on this set."]
     head = [
         "case", "output", "PINN",
-        f"clean: median G' error <= {_pct(CLEAN_MAX_ERROR, 0)}",
+        f"clean: median G' error <= {pct(CLEAN_MAX_ERROR, 0)}",
         f"clean: R >= {CLEAN_MIN_R}",
-        f"clean: contrast of the two largest targets >= {_pct(CLEAN_MIN_CONTRAST, 0)}",
-        f"-20 dB: median G' error <= {_pct(NOISY_MAX_ERROR, 0)}",
+        f"clean: contrast of the two largest targets >= {pct(CLEAN_MIN_CONTRAST, 0)}",
+        f"-20 dB: median G' error <= {pct(NOISY_MAX_ERROR, 0)}",
         f"-20 dB: R >= {NOISY_MIN_R}",
         f"-20 dB: error <= {NOISY_MAX_RATIO}x curl-MDEV's on the same file",
         "met",
@@ -705,7 +665,7 @@ def _fit_quality_text(fq) -> str:
         skipped = len(fq) - len(run)
         return text + (f" ({skipped} skipped)" if skipped else "")
     if isinstance(fq, (int, float)):
-        return _num(fq, "{:.3g}")
+        return num(fq, "{:.3g}")
     return str(fq)
 
 
@@ -725,10 +685,10 @@ def _case_table(study: dict, rows: list[dict]) -> list[str]:
             cells += [f"failed: {r['error']}", ""] + [""] * len(labels) + [""]
         else:
             ct = r.get("contrast_transfer") or {}
-            cells += [_pct(r.get("median_rel_error_storage")), _num(r.get("pearson_r_storage"))]
-            cells += [_pct(ct.get(k), 0) for k in labels]
-            cells.append(_pct(r.get("median_rel_error_loss")))
-        wall = _seconds(r.get("wall_time_s"))
+            cells += [pct(r.get("median_rel_error_storage")), num(r.get("pearson_r_storage"))]
+            cells += [pct(ct.get(k), 0) for k in labels]
+            cells.append(pct(r.get("median_rel_error_loss")))
+        wall = seconds(r.get("wall_time_s"))
         if r.get("batch_members"):
             wall += f" (batch of {r['batch_members']})"
         cells += [wall, _fit_quality_text(r.get("fit_quality"))]
@@ -767,9 +727,9 @@ def _comparison(study: dict) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, v in MRE_PINN.items():
         lines.append(
-            f"| MRE-PINN's {name} (published) | BIOQIC FEM box | {_pct(v['clean'])} "
-            f"(mean relative MAD) | | {_num(v['r'])} | {_pct(v['noisy'])} (mean relative MAD) | "
-            + " / ".join(_pct(c) for c in v["contrast"])
+            f"| MRE-PINN's {name} (published) | BIOQIC FEM box | {pct(v['clean'])} "
+            f"(mean relative MAD) | | {num(v['r'])} | {pct(v['noisy'])} (mean relative MAD) | "
+            + " / ".join(pct(c) for c in v["contrast"])
             + " |"
         )
     files = study.get("elastic_files", {})
@@ -790,13 +750,13 @@ def _comparison(study: dict) -> list[str]:
         ct = (clean or {}).get("contrast_transfer") or {}
         lines.append(
             f"| {label(method)} | {case}, {output} ({set_name}) | "
-            f"{_pct((clean or {}).get('median_rel_error_storage'))} (median) | "
-            f"{_pct((clean or {}).get('mean_rel_error_storage'))} | "
-            f"{_num((clean or {}).get('pearson_r_storage'))} | "
-            + (", ".join(_pct(r.get("median_rel_error_storage")) for r in noisy) or "n/a")
+            f"{pct((clean or {}).get('median_rel_error_storage'))} (median) | "
+            f"{pct((clean or {}).get('mean_rel_error_storage'))} | "
+            f"{num((clean or {}).get('pearson_r_storage'))} | "
+            + (", ".join(pct(r.get("median_rel_error_storage")) for r in noisy) or "n/a")
             + (" (median)" if noisy else "")
             + " | "
-            + " / ".join(_pct(ct.get(k)) for k in FOUR_TARGET_DIAMETERS_MM)
+            + " / ".join(pct(ct.get(k)) for k in FOUR_TARGET_DIAMETERS_MM)
             + " |"
         )
     if not keys:
@@ -852,7 +812,7 @@ def report_sections(study: dict) -> list[str]:
         "frequencies (a baseline's single map is compared with each frequency's G''), wall "
         "time (PINN: preparation, training with its compilation, prediction; batched fits: the "
         "batch's time over its members; a run that shared its device with other processes, "
-        "as the device calls in docs/bench do, is slower than one fit alone: single-fit times "
+        "as in a shared device run, is slower than one fit alone: single-fit times "
         "are in docs/performance.md) and the fit's `fit_quality` where the library reports "
         "it. The tuning set is where the defaults were chosen: its numbers are not evidence "
         "of accuracy on new data; the held-out set is. The -20 dB ratio target is taken "

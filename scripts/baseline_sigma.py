@@ -3,9 +3,9 @@ and of curl-MDEV on the elastic fixture against sigma (voxels), clean and at -20
 
 For each sigma in ``--sigmas`` (and no smoothing) and each noise level, the median
 relative error of G' = Re(mu) over the mask, the Pearson R of G' and the contrast
-transfer of the largest target (region 2) (:func:`helmholtz_pinn.assess.metrics.evaluate`), as mean and
-range over ``--seeds`` noise draws. Prints a Markdown table (recorded in
-docs/accuracy.md, "Baseline smoothing") and, per method, the width the default rule picks
+transfer of the largest target (region 2) (``helmholtz_pinn.assess.metrics.evaluate``), as
+mean and range over ``--seeds`` noise draws. Prints a Markdown table (recorded in
+docs/defaults.md, "Baseline smoothing widths") and, per method, the width the default rule picks
 (:func:`best`; the library's ``baselines.AHI_SIGMA`` and ``CURL_SIGMA``). CPU, seconds.
 
     python scripts/baseline_sigma.py [--seeds 0 1 2] [--sigmas 0.5 0.75 1 1.5 2 2.5 3]

@@ -2,9 +2,9 @@
 
 Workload (docs/performance.md, shared benchmark spec): N points x in [0,1]^2, u_obs =
 sin(4 x0) + i cos(3 x1), F = C = 1, two 128-wide depth-3 tanh Fourier-feature networks
-(64 features, sigma 4), the library's per-frequency mu, Adam lr 1e-3. Since G'' >= 0
-(2026-12) that mu is softplus(o0 + c) + 0.1 i softplus(o1 + c), on both sides (the
-spec's 0.1 i o1 predates it).
+(64 features, sigma 4), the library's per-frequency mu, Adam lr 1e-3. That mu is
+softplus(o0 + c) + 0.1 i softplus(o1 + c) (G'' >= 0), on both sides; the spec's 0.1 i o1
+costs the same.
 
 Loss mapping: the spec's loss is mean|u - u_obs|^2 + 1e-3 mean|mu Lap u + k u|^2; the
 library's residual is normalised, r = mu Lap u / kappa + u, so with kappa = k

@@ -193,8 +193,7 @@ def main(argv=None) -> None:
         nargs="*",
         default=["default"],
         help="torch.compile modes of the compiled forms (CUDA only; none: skip them); "
-        "max-autotune-no-cudagraphs did not finish compiling in 150 s at N = 200 on an "
-        "H200 (docs/performance.md), so it is opt-in",
+        "max-autotune-no-cudagraphs compiles for minutes (docs/performance.md), so it is opt-in",
     )
     p.add_argument(
         "--kinds",

@@ -41,7 +41,7 @@ CASES = {
         HELD_OUT_NOISE,
     ),
     # the tuning phantom on a finer mesh (10 cubes per shear wavelength, 1.73 mm, against 8):
-    # does the FEM mesh limit the small targets' contrast? (docs/accuracy.md, ninth session)
+    # does the FEM mesh limit the small targets' contrast? (docs/elastic.md)
     "four-target-fine": (
         "tuning",
         {"elements_per_wavelength": 10.0, "precision": "mixed"},

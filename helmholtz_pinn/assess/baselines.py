@@ -68,10 +68,9 @@ __all__ = [
 
 SMOOTHING_CHOICES = ("none", "gaussian", "savgol")
 METHODS = ("ahi", "curl_mdev")
-# Default Gaussian widths, voxels, by measurement (scripts/baseline_sigma.py,
-# docs/accuracy.md#baseline-smoothing): at -20 dB the lowest median error of G' among the
-# widths that keep >= 90 % of the best contrast of the largest target. AHI: four-target
-# phantom, 2.5 % (1.5 %: 5.3 %); curl-MDEV: elastic fixture, 8.0 % (2 voxels: 8.9 %).
+# Default Gaussian widths, voxels: at -20 dB the lowest median error of G' among the widths
+# that keep >= 90 % of the best contrast of the largest target (scripts/baseline_sigma.py;
+# docs/defaults.md).
 AHI_SIGMA = 2.0
 CURL_SIGMA = 1.5
 
@@ -193,7 +192,7 @@ def sigma_in_voxels(sigma_mm: float, spacing) -> float:
     if not np.allclose(mm, mm[0], rtol=1e-6, atol=0):
         raise InputError(
             f"a width in mm needs equal voxel sizes on every axis; got {mm.tolist()} mm: "
-            "give sigma in voxels instead (--sigma)"
+            "give sigma= in voxels instead"
         )
     return float(sigma_mm / mm[0])
 

@@ -7,7 +7,7 @@ check is recorded in ``metrics.json`` as ``fit_quality``; a failed one is also a
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -37,6 +37,19 @@ QUALITY_LIMITS = dict(
 _UNITS = "check the data's spacing (m) and frequency (Hz)"
 
 
+class FitCheck(TypedDict):
+    """One check of :func:`fit_quality`: ``value`` against ``threshold`` (a number, or a
+    [low, high] range), ``passed``, ``skipped`` (no value could be measured: passed), and
+    ``message``: what was measured and, on failure, what to try."""
+
+    name: str
+    passed: bool
+    skipped: bool
+    value: float | None
+    threshold: float | list[float] | None
+    message: str
+
+
 def fit_quality(
     mu: np.ndarray,
     mask: np.ndarray,
@@ -51,7 +64,7 @@ def fit_quality(
     mu_std: np.ndarray | None = None,
     members: int = 1,
     checks: tuple[str, ...] = QUALITY_CHECKS,
-) -> list[dict[str, Any]]:
+) -> list[FitCheck]:
     """Plausibility checks of a finished fit, to catch failures that still give a map.
 
     Args:
@@ -87,17 +100,13 @@ def fit_quality(
       misfit the noise does not explain, of the best member of each dataset or slice (an
       ensemble leaves poorer members out), the worst of those; fails above 2e-3 (an RMS
       misfit of 4.5 % of the field beyond the noise: the networks did not reproduce the
-      data, a poorer optimum or a form that does not describe them). Measured (docs/
-      accuracy.md, twelfth session): elastic FEM fits at full size (H200), slices and
-      volumes, clean to -10 dB, at most 2.6e-4; a seed in a poorer optimum (8.5 % G' error
-      against 2.4-2.6 %) 4.4e-3; the small elastic fixture at CPU settings 0.7-1.4e-3 and
-      its two poor seeds 2.4-2.7e-3;
+      data, a poorer optimum or a form that does not describe them);
     - ``loss_decrease``: the last step's loss / the first block's mean loss; fails above 0.5;
     - ``seed_agreement``: the median over the mask (all frequencies) of the seeds' spread
       of G' over the mean G'; fails above 0.1 (the map depends on the initialisation, not
-      only on the data; measured on the small elastic fixture at CPU settings: 0.147 for
-      seeds 0-1, whose mean is 22.6 % off, against 0.040-0.052 for seeds 2-3 and 4-5,
-      11-12 % off); skipped for one seed.
+      only on the data); skipped for one seed.
+
+    The limits' measurements: docs/defaults.md.
     """
     unknown = set(checks) - set(QUALITY_CHECKS)
     if unknown:
@@ -119,9 +128,17 @@ def fit_quality(
         if isinstance(check, str):  # the reason it was skipped
             check = (None, None, True, check, "")
         value, threshold, passed, measured, advice = check
-        entry = dict(name=name, passed=bool(passed), skipped=value is None, value=value)
         message = measured if passed else f"{measured}; {advice}"
-        out.append({**entry, "threshold": threshold, "message": message})
+        out.append(
+            FitCheck(
+                name=name,
+                passed=bool(passed),
+                skipped=value is None,
+                value=value,
+                threshold=threshold,
+                message=message,
+            )
+        )
     return out
 
 
@@ -138,7 +155,7 @@ def _range_check(g: np.ndarray, median: float, mu_ref: float | None):
     )
     advice = (
         "the modulus sits at a bound: the wave network may be fitting noise; try a lower "
-        f"--sigma-factor-u, a higher --pde-weight, or --mu-ref near the expected modulus; {_UNITS}"
+        f"sigma_factor_u=, a higher pde_weight=, or mu_ref= near the expected modulus; {_UNITS}"
     )
     return frac, lim["at_bound"], frac <= lim["at_bound"], measured, advice
 
@@ -151,7 +168,10 @@ def _ahi_check(median: float, estimate: float | None):
     measured = (
         f"median G' {median:.3g} Pa is {ratio:.3g}x the data's AHI estimate {estimate:.3g} Pa"
     )
-    advice = f"compare with `helmholtz-pinn baseline`; try more --steps or another --pde; {_UNITS}"
+    advice = (
+        f"compare with the classical baseline (hp.baseline); try more steps= or another "
+        f"pde=; {_UNITS}"
+    )
     return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
 
 
@@ -161,8 +181,8 @@ def _pde_check(final_pde: float | None):
     pde, limit = float(np.max(final_pde)), QUALITY_LIMITS["pde"]  # worst member of a batch
     measured = f"final PDE loss {pde:.3g} (mean |r|^2 per unit field power)"
     advice = (
-        "the fitted field does not obey the PDE: try more --steps, a higher --pde-weight or "
-        "larger networks (--width, --n-features)"
+        "the fitted field does not obey the PDE: try more steps=, a higher pde_weight= or "
+        "larger networks (width=, n_features=)"
     )
     return pde, limit, pde <= limit, measured, advice
 
@@ -188,8 +208,8 @@ def _noise_check(final_data: float | None, noise_fraction, field_weight):
     misfit, limit = final_data / floor, QUALITY_LIMITS["noise"]
     measured = f"data misfit {final_data:.3g} is {misfit:.3g}x the noise power {floor:.3g}"
     advice = (
-        "the network reproduces the noise: try a lower --sigma-factor-u, fewer --steps or a "
-        "higher --pde-weight"
+        "the network reproduces the noise: try a lower sigma_factor_u=, fewer steps= or a "
+        "higher pde_weight="
     )
     return misfit, limit, misfit >= limit, measured, advice
 
@@ -207,8 +227,8 @@ def _fit_check(final_data, noise_fraction, field_weight, members: int):
     )
     advice = (
         "the networks did not reproduce the data (a poorer optimum, or a PDE form that does "
-        "not describe them): try another --seed or --ensemble 3 (members in a poorer "
-        "optimum are left out), more --steps, or another --pde"
+        "not describe them): try another seed= or ensemble=3 (members in a poorer "
+        "optimum are left out), more steps=, or another pde="
     )
     return excess, limit, excess <= limit, measured, advice
 
@@ -221,7 +241,7 @@ def _loss_check(history: list[dict] | None):
     ratio = float(np.max(last / np.asarray(history[0]["loss"], float)))
     measured = f"the final loss is {ratio:.3g}x the first block's mean loss"
     advice = (
-        "the loss never left its start: try another --learning-rate or more --steps, and "
+        "the loss never left its start: try another learning_rate= or more steps=, and "
         "check that u is non-zero inside the mask"
     )
     return ratio, QUALITY_LIMITS["loss"], ratio <= QUALITY_LIMITS["loss"], measured, advice
@@ -229,7 +249,7 @@ def _loss_check(history: list[dict] | None):
 
 def _seed_check(mu: np.ndarray, mu_std: np.ndarray | None, mask: np.ndarray):
     if mu_std is None:
-        return "skipped: one seed (--ensemble 2 or more measures it)"
+        return "skipped: one seed (ensemble=2 or more measures it)"
     shape, inside = np.shape(mask), np.asarray(mask, bool)
     g = per_frequency(mu, shape, "mu").real[:, inside]
     spread = per_frequency(mu_std, shape, "mu_std").real[:, inside]
@@ -239,6 +259,6 @@ def _seed_check(mu: np.ndarray, mu_std: np.ndarray | None, mask: np.ndarray):
     measured = f"the seeds' G' differ by {value:.3g} of G' (median over the mask)"
     advice = (
         "the map depends on the initialisation: trust the ensemble mean (mu.npz) only "
-        "where mu_std is small; try more --steps, a higher --pde-weight or a larger --ensemble"
+        "where mu_std is small; try more steps=, a higher pde_weight= or a larger ensemble="
     )
     return value, limit, bool(value <= limit), measured, advice

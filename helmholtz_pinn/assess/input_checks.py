@@ -38,7 +38,7 @@ MODULUS_PA = (10.0, 1e6)
 MIN_VOXELS_PER_WAVELENGTH = 2.0
 MAX_WAVELENGTH_FOV = 50.0
 NEGLIGIBLE = 1e-6  # component RMS / strongest component RMS at that frequency
-OVERRIDE = "pass force=True (--force) if the values are right"
+OVERRIDE = "pass force=True if the values are right"
 
 __all__ = ["check", "drop_empty_components", "empty_components", "estimate"]
 
@@ -155,7 +155,7 @@ def _components(dataset: Dataset) -> list[str]:
         problems.append(
             f"component {c} (0-based) is {what} in the mask at "
             f"{_list(dataset.frequency[at], 'Hz')}: drop it if it is empty at every "
-            "frequency (drop_empty_components=True, --drop-empty-components)"
+            "frequency (drop_empty_components=True)"
         )
     return problems
 

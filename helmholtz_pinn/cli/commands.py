@@ -1,43 +1,43 @@
-"""Command line: ``helmholtz-pinn simulate | invert | baseline | convert``.
+"""The commands of ``helmholtz-pinn simulate | invert | baseline | convert``.
 
 The commands only map arguments onto library calls (``invert`` is
-:func:`helmholtz_pinn.fit.inversion.invert` and nothing else); the parser is
-:mod:`helmholtz_pinn.cli.parser`. The package's own errors (:mod:`helmholtz_pinn.errors`)
-print one line ``helmholtz-pinn CMD: error: ...`` and exit 2; a divergence exits 3;
-Ctrl-C (SIGINT) prints one line and exits 130 (a fit first writes a final checkpoint)
-(``--debug``: the traceback). JAX is imported only by the commands.
+``helmholtz_pinn.fit.inversion.invert`` and nothing else); the parser is
+``helmholtz_pinn.cli.parser``. The package's own errors print one line
+``helmholtz-pinn CMD: error: ...`` in the command line's words (``steps=`` becomes
+``--steps``) and exit 2; a divergence exits 3; SIGINT (Ctrl-C) and SIGTERM print one line
+and exit 130 and 143 (a fit first writes a final checkpoint); ``--debug`` shows the
+traceback. JAX is imported only by the commands that fit.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from pathlib import Path
 
-from helmholtz_pinn.cli import elastic_options as elastic_cli
-from helmholtz_pinn.cli.parser import (  # noqa: F401 (build_parser: the docs and tests use it)
+from helmholtz_pinn.cli.parser import (
+    ELASTIC_OPTIONS,
     EXIT_DIVERGED,
-    EXIT_INTERRUPTED,
     EXIT_USAGE,
     build_parser,
     config_from,
     parse_args,
 )
+from helmholtz_pinn.errors import ConfigError, HelmholtzPinnError, Interrupted, OutputError
+
+FINISHED = ("mu.npz", "metrics.json")  # a folder holding one of these holds a finished result
 
 
-def _load_or_phantom(path: Path | None, out: Path, save: bool = True):
-    """The dataset at ``path``, or the built-in phantom (saved into ``out`` if ``save``)."""
+def _load_or_phantom(path: Path | None):
+    """The dataset at ``path``, or the built-in four-target phantom."""
     from helmholtz_pinn.forward import phantoms
     from helmholtz_pinn.io import dataset as data
 
     if path is not None:
         return data.load(path)
     print("no DATA given: simulating the built-in four-target phantom", file=sys.stderr)
-    dataset = phantoms.simulate_phantom("four-target")
-    if save:
-        out.mkdir(parents=True, exist_ok=True)
-        data.save(dataset, out / "phantom.npz")
-    return dataset
+    return phantoms.simulate_phantom("four-target")
 
 
 def _write_dataset(dataset, out: Path) -> None:
@@ -54,9 +54,9 @@ def _write_dataset(dataset, out: Path) -> None:
 def cmd_simulate(args) -> int:
     from helmholtz_pinn.forward import phantoms
 
-    options = elastic_cli.given(args)  # checked against --physics
+    options = _elastic_options(args)  # checked against --physics
     if args.physics == "elastic":
-        dataset = elastic_cli.simulate(args, options)
+        dataset = _simulate_elastic(args, options)
     else:
         dataset = phantoms.simulate_phantom(
             args.phantom or "four-target",
@@ -70,24 +70,91 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _elastic_options(args) -> dict:
+    """The elastic options given ({name: value}); an option of the other physics (elastic
+    under scalar, ``--phantom`` or ``--components`` under elastic) is a ConfigError."""
+    options = {k: getattr(args, k) for k in ELASTIC_OPTIONS if getattr(args, k) is not None}
+    scalar = [f for f in ("--phantom", "--components", "--nz") if getattr(args, f[2:]) is not None]
+    if args.physics == "scalar" and options:
+        flags = ", ".join("--" + k.replace("_", "-") for k in options)
+        raise ConfigError(f"{flags} apply to --physics elastic only")
+    if args.physics == "elastic" and scalar:
+        raise ConfigError(
+            f"{', '.join(scalar)} apply to --physics scalar only; the elastic phantom has 3 "
+            "components and its geometry is --layout"
+        )
+    return options
+
+
+def _simulate_elastic(args, options: dict):
+    """The elastic phantom of the parsed ``args`` and the given ``options`` (a Dataset)."""
+    from helmholtz_pinn.forward import elastic
+
+    if {"mesh_size", "elements_per_wavelength"} <= options.keys():
+        raise ConfigError("give --mesh-size or --elements-per-wavelength, not both")
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+    if args.frequencies:
+        kwargs["frequencies"] = args.frequencies
+    print("solving the elastic phantom by finite elements ...", file=sys.stderr)
+    try:
+        return elastic.simulate_elastic(noise_db=args.noise_db, seed=args.seed, **kwargs)
+    except ValueError as err:  # an argument check of simulate_elastic
+        raise ConfigError(f"--physics elastic: {err}") from None
+
+
+def _check_not_overwriting(out: Path, args) -> None:
+    """A folder holding a finished result is replaced only with --overwrite (or continued
+    with --resume)."""
+    if args.overwrite or getattr(args, "resume", False) or getattr(args, "resume_strict", False):
+        return
+    held = [name for name in FINISHED if (out / name).exists()]
+    if out.is_dir() and not held:  # a batch writes OUT/<stem>/
+        held = [f"{d.name}/{n}" for d in out.iterdir() if d.is_dir() for n in FINISHED
+                if (d / n).exists()]  # fmt: skip
+    if held:
+        raise OutputError(
+            f"{out} already holds a result ({held[0]}): pass --overwrite to replace it, "
+            "--resume to continue its run, or choose another --out"
+        )
+
+
 def cmd_invert(args) -> int:
+    from helmholtz_pinn.errors import InputError
+    from helmholtz_pinn.report.folder_lock import LOCK_NAME, FolderLock
+
+    _check_not_overwriting(args.out, args)
+    paths = args.data or [None]
+    if args.slicewise and len(paths) != 1:
+        raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
+    datasets = [_load_or_phantom(p) for p in paths]  # before JAX: input errors answer at once
+    fresh = not args.out.exists()
+    try:
+        with FolderLock(args.out):
+            return _invert(args, datasets, paths)
+    except InputError:  # refused at the door (plausibility): leave no output folder
+        if fresh:
+            (args.out / LOCK_NAME).unlink(missing_ok=True)
+            if not any(args.out.iterdir()):
+                args.out.rmdir()
+        raise
+
+
+def _invert(args, datasets: list, paths: list) -> int:
     import jax
 
-    from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
+    from helmholtz_pinn.errors import DivergenceError
     from helmholtz_pinn.fit import inversion, placement
     from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
+    from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import files, logs
 
     # many processes (docs/scaling.md): flags, environment or Slurm; else a no-op
     placement.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     writer = jax.process_index() == 0  # every process fits; process 0 alone writes results
     cfg = config_from(args).replace(seed=args.seed)
-    paths = args.data or [None]
-    if args.slicewise and len(paths) != 1:
-        raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
-    fresh = not args.out.exists()
-    datasets = [_load_or_phantom(p, args.out, save=writer) for p in paths]
     files.prepare_dir(args.out)
+    if paths == [None] and writer:
+        data.save(datasets[0], args.out / "phantom.npz")
     enable_compilation_cache(args.cache_dir)
     board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard and writer else None
     try:
@@ -106,16 +173,12 @@ def cmd_invert(args) -> int:
         if board is not None:
             for result in results if isinstance(results, list) else [results]:
                 board.log_result(result)
-    except InputError:  # refused at the door (plausibility): leave no output folder
-        if fresh and not any(args.out.iterdir()):
-            args.out.rmdir()
-        raise
     except DivergenceError as err:
         if writer:
             files.clear_results(args.out)  # an earlier run's mu.npz must not look like ours
             files.write_json(args.out / "failure.json", {"error": str(err)})
         where = f"no result written; see {args.out / 'failure.json'}"
-        print(f"helmholtz-pinn invert: error: {err} ({where})", file=sys.stderr)
+        print(f"helmholtz-pinn invert: error: {cli_voice(str(err))} ({where})", file=sys.stderr)
         return EXIT_DIVERGED
     finally:
         if board is not None:
@@ -132,12 +195,20 @@ def cmd_invert(args) -> int:
 
 
 def cmd_baseline(args) -> int:
+    from helmholtz_pinn.report.folder_lock import FolderLock
+
+    _check_not_overwriting(args.out, args)
+    with FolderLock(args.out):
+        return _baseline(args)
+
+
+def _baseline(args) -> int:
     from helmholtz_pinn.assess import input_checks
     from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import result
 
     dataset = data.load(args.data)
-    notes = input_checks.check(dataset, force=args.force)
+    notes = input_checks.check(data.unit_amplitude(dataset)[0], force=args.force)
     keys = ("smoothing", "sigma", "sigma_mm", "window")
     res = result.baseline_result(
         dataset,
@@ -156,10 +227,34 @@ def _summary(facts: dict, out: Path) -> None:
     shown = ", ".join(f"{k}={facts[k]:.4g}" for k in keys if isinstance(facts.get(k), float))
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
     for note in facts.get("notes", []):
-        print(f"note: {note}")
+        print(f"note: {cli_voice(note)}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
-            print(f"warning: {out}: fit quality: {c['name']}: {c['message']}", file=sys.stderr)
+            message = cli_voice(c["message"])
+            print(f"warning: {out}: fit quality: {c['name']}: {message}", file=sys.stderr)
+
+
+def cli_voice(message: str) -> str:
+    """A library message in the command line's words: a keyword that is also an option
+    becomes that option (``steps=`` -> ``--steps``, ``force=True`` -> ``--force``,
+    ``ensemble=3`` -> ``--ensemble 3``, ``resume='strict'`` -> ``--resume-strict``)."""
+    options = _option_strings()
+    message = message.replace("resume='strict'", "--resume-strict")
+
+    def flag(match: re.Match) -> str:
+        option = "--" + match[1].replace("_", "-")
+        if option not in options:
+            return match[0]
+        value = match[2]
+        return option if value in ("", "True") else f"{option} {value}"
+
+    return re.sub(r"(?<![\w.'-])([a-z][a-z_]*)=(True\b|[^\s,;)]*)", flag, message)
+
+
+def _option_strings() -> set[str]:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    return {o for p in commands.values() for a in p._actions for o in a.option_strings}
 
 
 def cmd_convert(args) -> int:
@@ -180,23 +275,53 @@ COMMANDS = dict(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from helmholtz_pinn.assess.fit_checks import FitQualityWarning
-    from helmholtz_pinn.errors import HelmholtzPinnError, Interrupted
 
     try:
-        with warnings.catch_warnings():  # _summary prints failed checks, once per result
-            warnings.simplefilter("ignore", FitQualityWarning)
+        with warnings.catch_warnings(), _sigterm_as_interrupt():
+            warnings.simplefilter("ignore", FitQualityWarning)  # _summary prints them once
             return COMMANDS[args.command](args)
-    except (Interrupted, KeyboardInterrupt) as err:  # Ctrl-C: one line, status 130
+    except (Interrupted, KeyboardInterrupt) as err:  # one line, 130 (SIGINT) or 143 (SIGTERM)
         if args.debug:
             raise
         said = str(err) or "interrupted (SIGINT) outside a training block: nothing new saved"
-        print(f"helmholtz-pinn {args.command}: {said}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"helmholtz-pinn {args.command}: {cli_voice(said)}", file=sys.stderr)
+        return getattr(err, "exit_status", 130)
     except HelmholtzPinnError as err:
         if args.debug:
             raise
-        print(f"helmholtz-pinn {args.command}: error: {err}", file=sys.stderr)
+        print(f"helmholtz-pinn {args.command}: error: {cli_voice(str(err))}", file=sys.stderr)
         return EXIT_USAGE
+
+
+class _Terminated(Interrupted):
+    """SIGTERM outside a training block (inside one the host loop stops after it)."""
+
+
+def _sigterm_as_interrupt():
+    """SIGTERM raises Interrupted (exit 143) where no training block is running; the host
+    loop installs its own handler while it trains, so a fit ends with its checkpoint."""
+    import contextlib
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return contextlib.nullcontext()
+
+    def raise_interrupted(signum, frame):
+        raise _Terminated(
+            "interrupted (SIGTERM) outside a training block: nothing new saved",
+            signal_name="SIGTERM",
+        )
+
+    @contextlib.contextmanager
+    def handler():
+        previous = signal.signal(signal.SIGTERM, raise_interrupted)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    return handler()
 
 
 if __name__ == "__main__":

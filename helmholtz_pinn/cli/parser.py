@@ -1,7 +1,8 @@
 """The command line's parser: ``helmholtz-pinn simulate | invert | baseline | convert``.
 
-The inversion options are generated from the fields of :class:`helmholtz_pinn.config.Config`
-and their documentation (one list of defaults and meanings). Abbreviations are off; a usage
+The inversion options are generated from the fields of ``helmholtz_pinn.config.Config`` and
+their documentation (one list of defaults and meanings), grouped as data, model, physics,
+training, output and parallel options. Abbreviations are off; a usage
 error prints the (sub)command's one-line usage and one line ``PROG: error: ...`` naming the
 near miss of a mistyped option or choice, and exits 2. Imports no JAX.
 """
@@ -16,12 +17,10 @@ import sys
 import typing
 from pathlib import Path
 
-from helmholtz_pinn.cli import elastic_options as elastic_cli
 from helmholtz_pinn.config import Config, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
-EXIT_INTERRUPTED = 130  # SIGINT, as a shell reports it
 
 
 def _near(word: str, candidates) -> str | None:
@@ -89,36 +88,46 @@ def _processes_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _config_options(parser: argparse.ArgumentParser) -> None:
-    """One ``--field-name`` option per Config field, typed from its default, its help the
-    field's documentation."""
-    from helmholtz_pinn.pinn import forms
+# Every Config field is an invert option, shown in one of these groups ("seed" is the
+# training group's own --seed).
+CONFIG_GROUPS = {
+    "model": (
+        "width", "depth", "mu_width", "mu_depth", "n_features", "sigma_u", "sigma_mu",
+        "sigma_factor_u", "sigma_factor_mu", "sigma_ratio_z", "activation", "aux_network",
+        "ensemble", "ensemble_keep",
+    ),
+    "physics": ("pde", "mu_model", "weighting", "noise_floor", "mu_ref", "pde_margin"),
+    "training": (
+        "steps", "sync_interval", "batch_size", "learning_rate", "pde_weight", "pde_warmup",
+        "plateau_patience", "plateau_factor", "min_lr", "max_retries",
+    ),
+    "output": ("checkpoint_every", "metric_margin"),
+    "parallel": ("max_members_per_chunk",),
+}  # fmt: skip
 
-    group = parser.add_argument_group("inversion settings (helmholtz_pinn.Config)")
-    hints = typing.get_type_hints(Config)
-    meaning = field_help()
-    for field in dataclasses.fields(Config):
-        if field.name == "seed":
-            continue
-        flag = "--" + field.name.replace("_", "-")
-        hint = hints[field.name]
-        literal = [
-            h for h in (hint, *typing.get_args(hint)) if typing.get_origin(h) is typing.Literal
-        ]
-        choices = typing.get_args(literal[0]) if literal else None  # Literal or Literal | None
-        if field.name == "pde":
-            choices = forms.names()
-        kind = type(field.default) if field.default is not None else float
-        if field.default is None and int in typing.get_args(hint):
-            kind = int
-        group.add_argument(
-            flag,
-            dest=field.name,
-            type=str if choices else kind,
-            default=None,
-            choices=choices,
-            help=f"{meaning.get(field.name, '')} (default: {field.default})".replace("%", "%%"),
-        )
+
+def _config_option(group, field: dataclasses.Field, hint, meaning: str) -> None:
+    """``--field-name``, typed from the field's annotation and default; its help the
+    field's documentation and its default."""
+    literal = [h for h in (hint, *typing.get_args(hint)) if typing.get_origin(h) is typing.Literal]
+    choices = typing.get_args(literal[0]) if literal else None  # Literal or Literal | None
+    if field.name == "pde":
+        from helmholtz_pinn.pinn import forms
+
+        choices = ("auto", *forms.names())
+    kind = type(field.default) if field.default is not None else float
+    if field.default is None and int in typing.get_args(hint):
+        kind = int
+    shown = "" if field.default is None else f" (default: {field.default})"
+    group.add_argument(
+        "--" + field.name.replace("_", "-"),
+        dest=field.name,
+        type=str if choices else kind,
+        default=None,
+        choices=choices,
+        metavar=None if choices else {int: "N", float: "X"}.get(kind, "V"),
+        help=(meaning.rstrip(".").replace("; None: ", "; default: ") + shown).replace("%", "%%"),
+    )
 
 
 def config_from(args: argparse.Namespace) -> Config:
@@ -131,98 +140,166 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: the four subcommands and their options."""
     parser = _Parser(
         prog="helmholtz-pinn",
         description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).",
     )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
+    _simulate_parser(sub)
+    _invert_parser(sub)
+    _baseline_parser(sub)
+    _convert_parser(sub)
+    return parser
 
-    sim = sub.add_parser("simulate", help="write a phantom dataset (.npz) from the forward solver")
+
+def _simulate_parser(sub) -> None:
+    sim = sub.add_parser("simulate", help="write a phantom dataset (.npz) from a forward model")
     sim.add_argument(
         "--physics",
         default="scalar",
         choices=("scalar", "elastic"),
         help="scalar: 2-D Helmholtz phantom per drive direction (finite differences); "
         "elastic: 3-D viscoelastic slab, 3 components (finite elements; minutes at the "
-        "default size, see docs/elastic.md) (default: scalar)",
+        "default size) (default: scalar)",
     )
-    sim.add_argument("--phantom", help="built-in scalar phantom name (default four-target)")
+    sim.add_argument("--phantom", help="built-in scalar phantom name (default: four-target)")
     sim.add_argument("--out", required=True, type=_npz, help="output .npz file")
     sim.add_argument("--noise-db", type=float, help="noise power / signal power, dB (-20 = 1 %%)")
-    sim.add_argument("--seed", type=int, default=0, help="noise seed")
-    sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default 60 80 100)")
-    sim.add_argument("--components", type=int, help="scalar: drive directions (default 2)")
+    sim.add_argument("--seed", type=int, default=0, help="noise seed (default: 0)")
+    sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default: 60 80 100)")
+    sim.add_argument("--components", type=int, help="scalar: drive directions (default: 2)")
     sim.add_argument(
-        "--nz", type=int, help="scalar: a 3-D volume of NZ slices, the wave also along z (2-D)"
+        "--nz", type=int, help="scalar: a 3-D volume of NZ slices, the wave also along z"
     )
-    elastic_cli.add_options(sim)
+    group = sim.add_argument_group(
+        "--physics elastic (defaults in parentheses)",
+        "The y = 0 face moves rigidly by --drive (x, y, z; the unit of u); the element size "
+        "defaults to the background's shear wavelength at the highest frequency / epw.",
+    )
+    for name, options in ELASTIC_OPTIONS.items():
+        group.add_argument("--" + name.replace("_", "-"), default=None, **options)
 
-    inv = sub.add_parser("invert", help="fit the PINN; write mu.npz (Pa), metrics.json, figures")
-    inv.add_argument(
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0; got {text!r}")
+    return value
+
+
+# The options of simulate --physics elastic: the keywords of forward.elastic.simulate_elastic
+# (an option not given, None, leaves the function's default).
+ELASTIC_OPTIONS = {
+    "layout": dict(choices=("four-target", "two-ellipse"), help="inclusions (four-target)"),
+    "output": dict(choices=("volume", "slice"), help="volume or middle z-slice (volume)"),
+    "shape": dict(type=int, nargs=3, metavar=("NX", "NY", "NZ"), help="voxels (80 100 10)"),
+    "spacing": dict(type=_positive_float, nargs="+", metavar="M", help="voxel size, m (1e-3)"),
+    "background": dict(type=_positive_float, metavar="PA", help="background G', Pa (3000)"),
+    "lam": dict(type=_positive_float, metavar="PA", help="Lame lambda, Pa (1e6)"),
+    "drive": dict(type=float, nargs=3, metavar=("UX", "UY", "UZ"), help="amplitudes (1 0.3 0.1)"),
+    "faces": dict(choices=("free", "absorbing"), help="faces x = 0, Lx and y = Ly (free)"),
+    "z_faces": dict(choices=("free", "absorbing", "sliding"), help="faces z = 0, Lz (free)"),
+    "mesh_size": dict(type=_positive_float, metavar="M", help="element size, m (wavelength/epw)"),
+    "elements_per_wavelength": dict(
+        type=_positive_float, metavar="N", help="epw: elements per shear wavelength (8)"
+    ),
+}
+
+
+def _invert_parser(sub) -> None:
+    inv = sub.add_parser(
+        "invert",
+        usage="%(prog)s [DATA ...] [--out OUT] [options]",
+        help="fit the PINN; write mu.npz (Pa), metrics.json, figures",
+        description="Fit the PINN to a wave field and write the complex shear modulus (Pa). "
+        "Defaults that depend on the data (network sizes, Fourier scales) are described "
+        "with their rule; why each default is what it is: docs/defaults.md.",
+    )
+    groups = {
+        name: inv.add_argument_group(name)
+        for name in ("data", "model", "physics", "training", "output", "parallel")
+    }
+    _invert_data_options(groups["data"])
+    _invert_output_options(groups["output"])
+    _invert_parallel_options(groups["parallel"])
+    groups["training"].add_argument(
+        "--seed", type=int, default=0, help="seeds the networks and the sampling (default: 0)"
+    )
+    hints, meaning = typing.get_type_hints(Config), field_help()
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    for group, names in CONFIG_GROUPS.items():
+        for name in names:
+            _config_option(groups[group], fields[name], hints[name], meaning.get(name, ""))
+
+
+def _invert_data_options(data) -> None:
+    data.add_argument(
         "data",
         nargs="*",
         type=Path,
-        help="dataset .npz (default: the built-in four-target phantom); several "
-        "files of one grid are fitted as one batched program, each written "
-        "to OUT/<file stem>/",
+        help="dataset .npz (default: the built-in four-target phantom); several files of "
+        "one grid are fitted as one batched program, each written to OUT/<file stem>/",
     )
-    inv.add_argument(
+    data.add_argument(
         "--slicewise",
         action=argparse.BooleanOptionalAction,
-        help="fit every z-slice of a 3-D dataset with its own 2-D PINN, all slices "
-        "batched (slices with an empty mask are left NaN); default: one 3-D fit, "
-        "which uses the through-plane derivatives (measured better on elastic volumes)",
+        help="fit every z-slice of a 3-D dataset with its own 2-D PINN (slices with an "
+        "empty mask are left NaN); default: one 3-D fit with the through-plane derivatives",
     )
-    inv.add_argument(
+    data.add_argument(
+        "--force", action="store_true", help="fit data that fail the unit checks (f, spacing)"
+    )
+    data.add_argument(
+        "--drop-empty-components",
+        action="store_true",
+        help="drop components of u that are zero at every frequency",
+    )
+
+
+def _invert_output_options(out) -> None:
+    out.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
+    for flag, meaning in (
+        ("--overwrite", "replace a finished result already in OUT"),
+        ("--resume", "continue from the newest checkpoint in OUT/checkpoints"),
+        ("--resume-strict", "as --resume, but an error when OUT/checkpoints has none"),
+        ("--no-checkpoints", "write no checkpoints into OUT/checkpoints"),
+        ("--nifti", "also write OUT/maps/*.nii.gz: G', G'', |G*|, phase, wave speed (mm)"),
+        ("--no-progress", "no progress bar"),
+    ):
+        out.add_argument(flag, action="store_true", help=meaning)
+    out.add_argument(
+        "--tensorboard", type=Path, metavar="DIR", help="TensorBoard event files into DIR"
+    )
+
+
+def _invert_parallel_options(par) -> None:
+    par.add_argument(
         "--devices",
         type=_devices_arg,
         default="all",
         metavar="N|all",
-        help="devices to use: N, or all (default: every visible device when "
-        "the work splits - at least as many slices, files or ensemble "
-        "members as devices, or a large problem - else one)",
+        help="devices to use: N, or all: every visible device when the work splits (as "
+        "many slices, files or ensemble members as devices, or a large problem), else one "
+        "(default: all)",
     )
-    inv.add_argument("--out", type=Path, default=Path("out"), help="output folder")
-    many = inv.add_argument_group(
-        "many processes (jax.distributed; all three or none; docs/scaling.md)"
+    par.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="persistent compilation cache (default: ~/.cache/helmholtz_pinn/jax)",
     )
-    many.add_argument(
+    par.add_argument(
         "--coordinator",
         type=_host_port,
         metavar="HOST:PORT",
-        help="address of process 0, which runs the coordinator (any free port)",
+        help="many processes (all three options or none): address of process 0",
     )
-    many.add_argument("--num-processes", type=_positive, metavar="P", help="processes in all")
-    many.add_argument(
-        "--process-id", type=_non_negative, metavar="I", help="this process, 0 .. P-1"
-    )
-    inv.add_argument(
-        "--seed", type=int, default=0, help="seed of the network initialisation and sampling"
-    )
-    for flag, meaning in (
-        ("--no-progress", "no progress bar"),
-        ("--resume", "continue from the newest checkpoint in OUT/checkpoints"),
-        ("--resume-strict", "as --resume, but an error when OUT/checkpoints has none"),
-        ("--no-checkpoints", "do not write checkpoints into OUT/checkpoints"),
-        ("--force", "fit even if the data fail the plausibility check (units of f, spacing)"),
-        ("--drop-empty-components", "drop components of u that are zero at every frequency"),
-        ("--nifti", "also write OUT/maps/*.nii.gz: G', G'', |G*|, phase, wave speed, ... (mm)"),
-    ):
-        inv.add_argument(flag, action="store_true", help=meaning)
-    inv.add_argument(
-        "--tensorboard",
-        type=Path,
-        metavar="DIR",
-        help="also write TensorBoard event files into DIR (needs tensorboardX)",
-    )
-    inv.add_argument(
-        "--cache-dir",
-        type=Path,
-        help="persistent compilation cache (default ~/.cache/helmholtz_pinn/jax)",
-    )
-    _config_options(inv)
+    par.add_argument("--num-processes", type=_positive, metavar="P", help="processes in all")
+    par.add_argument("--process-id", type=_non_negative, metavar="I", help="this one, 0 .. P-1")
 
+
+def _baseline_parser(sub) -> None:
     base = sub.add_parser("baseline", help="classical algebraic Helmholtz inversion (AHI)")
     base.add_argument("data", type=Path, help="dataset .npz")
     base.add_argument(
@@ -243,16 +320,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--sigma",
         type=float,
         help="Gaussian width, voxels; implies --smoothing gaussian (default: 2 for ahi, 1.5 "
-        "for curl-mdev; measured, docs/accuracy.md#baseline-smoothing)",
+        "for curl-mdev)",
     )
     width.add_argument(
         "--sigma-mm", type=float, help="Gaussian width in mm, as --sigma (cubic voxels)"
     )
-    base.add_argument("--window", type=int, default=7, help="Savitzky-Golay window, voxels")
+    base.add_argument(
+        "--window", type=int, default=7, help="Savitzky-Golay window, voxels (default: 7)"
+    )
     base.add_argument("--out", type=Path, required=True, help="output folder")
+    base.add_argument("--overwrite", action="store_true", help="replace a result already in OUT")
     base.add_argument("--force", action="store_true", help="run even if implausible (see invert)")
-    base.add_argument("--metric-margin", type=int, default=0, help="as for invert (voxels)")
+    base.add_argument(
+        "--metric-margin", type=int, default=0, help="as for invert, voxels (default: 0)"
+    )
 
+
+def _convert_parser(sub) -> None:
     conv = sub.add_parser("convert", help="MAT (v5/v7.3) or NIfTI wave images -> dataset .npz")
     conv.add_argument(
         "inputs",
@@ -267,8 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--variable", help="MAT variable holding the wave field")
     conv.add_argument(
         "--axes",
-        help="axis layout of the array, letters x y z c f t (and - "
-        "for a length-1 axis), e.g. xyzcf or xyzt",
+        help="the array's axes in order, letters x y z c f t (and - for a length-1 axis), "
+        "e.g. xyzcf or xyzt",
     )
     conv.add_argument("--frequency", type=float, nargs="+", help="drive frequencies, Hz")
     conv.add_argument("--spacing", type=float, nargs="+", help="voxel size per axis")
@@ -276,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--spacing-unit",
         default="m",
         choices=["m", "mm"],
-        help="unit of --spacing and of spacing read from MAT files",
+        help="unit of --spacing and of spacing read from MAT files (default: m)",
     )
     conv.add_argument(  # choices: readers.PHASE_MODES, presets.PRESETS (not imported here)
         "--phase",
@@ -288,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument(
         "--preset",
         choices=["bioqic"],
-        help="known MATLAB layout: bioqic = BIOQIC/MDEV 6-D phase [rows, columns, slices, "
+        help="a known MATLAB export: bioqic = BIOQIC/MDEV 6-D phase [rows, columns, slices, "
         "time steps, components, frequencies], its variable names and info struct",
     )
     conv.add_argument(
@@ -298,7 +382,6 @@ def build_parser() -> argparse.ArgumentParser:
         "'magnitude' variable): Otsu threshold of the mean magnitude, holes filled, the "
         "largest region (default: the file's mask variable, else every voxel)",
     )
-    return parser
 
 
 def _npz(text: str) -> Path:

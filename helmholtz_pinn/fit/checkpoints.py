@@ -133,7 +133,7 @@ class Checkpointer:
             raise OutputError(
                 f"cannot write checkpoint {self.directory / str(step)}: {_first_line(err)}; "
                 + ("no earlier checkpoint" if kept is None else f"step {kept} is kept")
-                + ": free space and continue with --resume"
+                + ": free space and continue with resume=True"
             ) from None
 
     def _remove_partial(self) -> None:
@@ -185,7 +185,7 @@ class Checkpointer:
             raise CheckpointError(
                 f"checkpoint {self.directory / str(step)} holds {saved[0] if saved else 1} "
                 f"stacked fits (members padded to a multiple of the devices used); this run "
-                f"has {now[0] if now else 1}: resume with the --devices (devices=) of the "
+                f"has {now[0] if now else 1}: resume with the devices= of the "
                 "interrupted run"
             )
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
@@ -210,7 +210,7 @@ class Checkpointer:
         if diff:
             raise CheckpointError(
                 f"cannot resume from {self.directory}: {diff}; use the same data or a new "
-                "--out folder"
+                "output folder"
             )
 
     def _check_config(self, saved: dict) -> None:
@@ -220,7 +220,7 @@ class Checkpointer:
             detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {now[k]!r}" for k in diff)
             raise CheckpointError(
                 f"cannot resume from {self.directory}: settings differ ({detail}); "
-                "use the same settings or a new --out folder"
+                "use the same settings or a new output folder"
             )
 
     def close(self) -> None:
@@ -285,8 +285,7 @@ def start(
             if ckpt is not None:
                 ckpt.close()
             raise CheckpointError(
-                f"no usable checkpoint in {where}: resume='strict' (--resume-strict) "
-                "does not start a fit afresh"
+                f"no usable checkpoint in {where}: resume='strict' does not start a fit afresh"
             )
         facts["no_checkpoint_in"] = where
     return ckpt, state, None, facts

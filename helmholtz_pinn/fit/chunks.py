@@ -71,8 +71,7 @@ def fit(
         _save_chunk_size(folder, size)
     if chunked and resume == "strict" and not any(folder.glob("chunk-*/[0-9]*")):
         raise CheckpointError(
-            f"no usable checkpoint in {folder}: resume='strict' (--resume-strict) does not "
-            "start a fit afresh"
+            f"no usable checkpoint in {folder}: resume='strict' does not start a fit afresh"
         )
     rows = max(_voxel_rows(d, shared) for d in datasets) if chunked else None
     mode = True if chunked and resume else resume  # a chunk not reached yet has none
@@ -215,7 +214,7 @@ def _final_checkpoint(ckpt):
         where = "no checkpoint folder: nothing saved"
         if ckpt is not None:
             ckpt.save(stop.state, stop.host)
-            where = f"checkpoint in {ckpt.directory}; continue with --resume (resume=True)"
+            where = f"checkpoint in {ckpt.directory}; continue with resume=True"
         raise Interrupted(f"{stop}; {where}", signal_name=stop.signal_name) from None
     finally:
         if ckpt is not None:

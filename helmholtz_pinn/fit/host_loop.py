@@ -220,7 +220,7 @@ def _roll_back(
             who = "" if len(host.plateaus) == 1 else f" (member {i})"
             raise DivergenceError(
                 f"loss diverged at step {step}{who} ({mean[i, 0]:.3g}) after "
-                f"{host.retries[i]} roll-backs; try a smaller --learning-rate than "
+                f"{host.retries[i]} roll-backs; try a smaller learning_rate= than "
                 f"{host.plateaus[i].lr:.2g}"
             )
         host.retries[i] += 1

@@ -12,6 +12,7 @@ L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -26,7 +27,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import checkpoints, chunks, host_loop
 from helmholtz_pinn.fit.chunks import to_grid  # noqa: F401  (re-exported)
-from helmholtz_pinn.io.dataset import Dataset, z_slices
+from helmholtz_pinn.io.dataset import Dataset, unit_amplitude, z_slices
 from helmholtz_pinn.pinn import problem, train
 from helmholtz_pinn.pinn.problem import (  # noqa: F401  (re-exported: the library's names)
     Prepared,
@@ -38,6 +39,7 @@ from helmholtz_pinn.pinn.problem import (  # noqa: F401  (re-exported: the libra
     shared_settings,
     wave_cycles,
 )
+from helmholtz_pinn.report.records import RunFacts
 from helmholtz_pinn.report.result import Result, make_result
 
 
@@ -63,8 +65,7 @@ def invert(
     scales are shared, see :func:`shared_settings`). ``slicewise``: fit every z-slice of
     a 3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an
     empty mask hold NaN). The default, one 3-D fit of a volume, uses the through-plane
-    derivatives and measured better on the elastic FEM volumes (docs/accuracy.md: 3.1 %
-    median G' error against 7.1 % slice by slice on a 20-voxel slab). ``overrides``
+    derivatives (docs/accuracy.md). ``overrides``
     replace fields of ``config``; ``ensemble`` E > 1 gives each dataset E seeds (``mu``
     their mean, ``mu_std`` their spread, over the members whose final loss is within
     ``ensemble_keep`` times the lowest: :func:`kept_members`).
@@ -95,9 +96,9 @@ def invert(
     one = isinstance(data, Dataset)
     if slicewise and not one:
         raise InputError("slicewise=True takes one 3-D Dataset, not a list")
-    admitted = [
-        _admit(d, force, drop_empty_components) for d in ([data] if one else _check_batch(data))
-    ]
+    scaled = [unit_amplitude(d) for d in ([data] if one else _check_batch(data))]
+    scales = [s for _, s in scaled]  # u / s: scale-free numerics; u_fit * s at the end
+    admitted = [_admit(d, force, drop_empty_components) for d, _ in scaled]
     checks = [facts for _, facts in admitted]
     data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
     for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
@@ -115,9 +116,10 @@ def invert(
     members = [chunks.rows_of(state, i, e, stacked) for i in range(len(datasets))]
     wall = time.perf_counter() - t0
     if slicewise:
-        return _warn_short(
-            _volume_result(data, keep, maps, cfg, preps[0], state, history, wall, facts, checks)
+        volume = _volume_result(
+            data, keep, maps, cfg, preps[0], state, history, wall, facts, checks
         )
+        return _warn_short(_in_data_units(volume, scales[0]))
     results = []
     for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
@@ -127,9 +129,20 @@ def invert(
             run.update(batch_members=len(datasets), batch_index=i)
         kept = _kept_members(run, cfg)
         u_mean = u_fit[kept].mean(axis=0)
-        results.append(make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i]))
+        result = make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i])
+        results.append(_in_data_units(result, scales[i]))
     _warn_short(results[0])
     return results if stacked else results[0]
+
+
+def _in_data_units(result: Result, scale: float) -> Result:
+    """``result`` of data whose u was divided by ``scale`` (:func:`unit_amplitude`) with
+    its fitted field and its dataset's u in the data's unit again (the modulus does not
+    depend on u's scale)."""
+    if scale != 1.0:
+        result.u_fit = result.u_fit * scale
+        result.dataset = dataclasses.replace(result.dataset, u=result.dataset.u * scale)
+    return result
 
 
 def kept_members(final_losses, keep: float) -> list[int]:
@@ -245,12 +258,12 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
 
 def run_facts(
     prep: Prepared, cfg: Config, state, history: list[dict], wall_s: float, **extra
-) -> dict:
+) -> RunFacts:
     """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
     margin (voxels) and the fraction of the mask's voxels with a PDE residual, final
     losses (nondimensional), retries; ``extra`` adds or overrides entries."""
     last = history[-1] if history else {}
-    facts = {
+    facts: RunFacts = {
         "steps": int(np.asarray(state.step).max()),
         "wall_time_s": wall_s,
         "device": str(jax.devices()[0]),
@@ -309,7 +322,7 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
     if facts.get("cleared_checkpoints"):
         notes.append(
             f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']}: a fit "
-            "without --resume (resume=True) starts afresh"
+            "without resume=True starts afresh"
         )
     if planned != cfg.steps:
         notes.append(

@@ -170,7 +170,7 @@ def convert(
     else:
         raise DatasetError(
             f"voxel spacing unknown: {paths[0]} has no spacing/voxel_size variable; "
-            "pass spacing=[dx, dy(, dz)] with spacing_unit='m' or 'mm' (--spacing)"
+            "pass spacing=[dx, dy(, dz)] with spacing_unit='m' or 'mm'"
         )
     affine = _input_affine(paths[0], axes) if kind != "mat" else None
     u, values = _squeeze_single_slice(u, values)
@@ -303,7 +303,7 @@ def _default_axes(array: np.ndarray, name: str, nifti: bool) -> str:
     raise DatasetError(
         f"{name} has shape {array.shape}; cannot tell which axes are grid (x, y, z), "
         "component (c), frequency (f) or phase (t): pass axes, e.g. "
-        f"axes='{example.get(array.ndim, 'xyzcft')}' (--axes)"
+        f"axes='{example.get(array.ndim, 'xyzcft')}'"
     )
 
 
@@ -345,7 +345,7 @@ def _resolve_kind(paths: list[Path], kind: str) -> str:
     raise DatasetError(
         f"cannot tell the input kind of {[str(p) for p in paths]}: pass kind='mat', "
         "'nifti', 'nifti-complex' (real, imag files) or 'nifti-polar' (magnitude, "
-        "phase files) (--kind)"
+        "phase files)"
     )
 
 
@@ -359,7 +359,7 @@ def _resolve_frequency(
     if given is None and from_file is None:
         raise DatasetError(
             f"drive frequency unknown: {path} holds none; pass frequency=[Hz, ...] "
-            f"with {n_freq} value(s) (--frequency)"
+            f"with {n_freq} value(s) (frequency=)"
         )
     values = _float_vector("frequency", given if given is not None else from_file)
     if values.shape != (n_freq,):

@@ -266,6 +266,26 @@ def save(dataset: Dataset, path: str | Path) -> Path:
     return path
 
 
+def unit_amplitude(dataset: Dataset) -> tuple[Dataset, float]:
+    """``(dataset with u / s, s)``: s is the power of two nearest the largest finite
+    amplitude of u in the mask, found in float64, so that the fit and the checks never
+    square a number near float32's range (u of 1e20 or 1e-30 give the map of u of 1:
+    the equations are linear in u). Dividing by a power of two is exact; multiply a
+    fitted field by s to return to the data's unit. s is 1 for an all-zero u."""
+    u = np.asarray(dataset.u)
+    inside = u[..., dataset.mask] if dataset.mask is not None else u
+    amplitude = np.abs(inside.astype(np.complex128))
+    amplitude = amplitude[np.isfinite(amplitude)]
+    peak = float(amplitude.max()) if amplitude.size else 0.0
+    if peak == 0.0:
+        return dataset, 1.0
+    scale = float(2.0 ** np.round(np.log2(peak)))
+    if scale == 1.0:
+        return dataset, 1.0
+    scaled = (u.astype(np.complex128) / scale).astype(u.dtype)
+    return dataclasses.replace(dataset, u=scaled), scale
+
+
 def z_slices(dataset: Dataset) -> tuple[list[Dataset], list[int]]:
     """The z-slices of a 3-D dataset as 2-D datasets (spacing[:2]), with their indices;
     slices whose mask is empty are left out. Slice k's affine has its origin moved k

@@ -87,6 +87,6 @@ def spacing(
         absent = [n for n in needed if n not in found]
         raise DatasetError(
             f"{path} has {found} but not {absent} (voxel size in m per grid axis "
-            f"{needed}); pass spacing=[...] for the {len(grid)} grid axes (--spacing)"
+            f"{needed}); pass spacing=[...] for the {len(grid)} grid axes"
         )
     return np.array([float(variables[n].ravel()[0]) for n in found])

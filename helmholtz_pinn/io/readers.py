@@ -313,7 +313,7 @@ def pick_wave(
         listing = ", ".join(f"{k} {v.shape}" for k, v in candidates.items()) or "none"
         raise DatasetError(
             f"{path}: cannot pick the wave-field variable (candidates: {listing}); "
-            "pass variable=NAME (--variable)"
+            "pass variable=NAME"
         )
     return next(iter(candidates.items()))
 

@@ -29,9 +29,8 @@ STACK_MAX_POINTS = 1024  # apply_pair's "auto" layout stacks both networks up to
 # Up to this many points a jet layer is one masked elementwise expression over the whole
 # stack (bias and activation rows chosen by row index: XLA fuses each layer into one
 # kernel after its matmul); above it, rows are computed apart and concatenated (fewer
-# transcendental evaluations and memory passes). Measured on an H200 (docs/performance.md):
-# -9 % step time at 200 points, -20 % for the default networks at batch 2048, a tie at
-# 1000, +6 % at 4096 and +13 % at 100k points. GPU only (``masked_jets``).
+# transcendental evaluations and memory passes). GPU only (``masked_jets``); the crossover
+# is measured in docs/performance.md.
 MASKED_MAX_POINTS = 2048
 
 
@@ -80,13 +79,9 @@ class FourierMLP(nn.Module):
 
 
 # Programs whose GEMMs have this many points (rows per jet row) on get cuBLAS GEMMs instead
-# of XLA's Triton GEMMs on a GPU. H200, seed workload, 2026-12-01, us per step (Triton ->
-# cuBLAS): 836 -> 780 at 10k points, 2 176 -> 2 004 at 30k, 6 260 -> 5 475 at 100k, and
-# compiles of 2-4 s instead of 9-18 s (no GEMM autotuning); but 120 -> 208 at 200 and
-# 311 -> 347 for the 2-D default fit (batch 2048). 3-D programs get cuBLAS at every size:
-# the 3-D default block (batch 2048) runs 2 807 -> 2 874 us per step but compiles in 5.5 s
-# instead of 29.6 s, so a first volume fit takes 48 s instead of 73 s (2026-12-02).
-# docs/performance.md.
+# of XLA's Triton GEMMs on a GPU (faster steps and shorter compiles for large batches,
+# slower steps for small ones); 3-D programs get cuBLAS at every size (a compile several
+# times shorter for a step a few per cent slower). The measurements: docs/performance.md.
 CUBLAS_MIN_POINTS = 10000
 
 

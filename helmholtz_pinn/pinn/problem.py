@@ -62,7 +62,7 @@ def reference_modulus(dataset: Dataset, cfg: Config, estimate: float | None = No
     try:
         return float(estimate_modulus(dataset))
     except ValueError as err:  # e.g. a constant field: no wave to estimate from
-        message = f"cannot estimate mu_ref from the data ({err}); give --mu-ref (Pa)"
+        message = f"cannot estimate mu_ref from the data ({err}); give mu_ref= (Pa)"
         raise InputError(message) from err
 
 
@@ -78,20 +78,11 @@ def wave_cycles(dataset: Dataset, mu_ref: float) -> float:
     return field_of_view(dataset) / shortest_wavelength(dataset, mu_ref)
 
 
-# One 3-D fit: the u-network's Fourier factor, the through-plane ratio and the batch.
-# H200, navier, 2026-12-01, tuning volume (four-target 80 x 100 x 10, clean / -20 dB),
-# median G' error, isotropic, 128 x 3 networks, batch 2048: factor 1.0: 27 / 30 %, 0.5:
-# 13 / 16 %, 0.25: 7.1 / 8.3 %, 0.18: 6.7 / 7.4 %, 0.12: 7.0 / 7.8 %; 256 x 3 networks
-# with 128 features, factor 0.5, through-plane ratio 0.25, batch 4096: 4.8 / 6.7 %
-# (docs/accuracy.md, "3-D volumes"). Kept, not re-tuned, for the 512-wide 3-D default
-# (train.WIDTH): 3.7 / 5.6 %, and for its 128 x 3 mu-network at batch 2048: 3.7 / 5.6 %.
+# The u-network's Fourier factor (Config.sigma_factor_u None): 0.5 for one 3-D fit and for
+# 2-D data whose best field's noise fraction is at least NOISY_2D, else 1.0. Why:
+# docs/defaults.md.
 SIGMA_FACTOR_U_3D = 0.5
 SIGMA_FACTOR_U_2D = 1.0
-# 2-D data whose best-measured field has at least this noise fraction get SIGMA_FACTOR_U_3D.
-# H200, 2026-12-02, elastic middle slices at -10 dB (best fraction 0.19-0.21): factor 1.0
-# collapsed to the modulus floor (99 %, the tuning slice and three held-out ones); 0.5 gave
-# 14.2 % (tuning) and 11.1-17.7 % (held-out); the scalar four-target at -10 dB (CPU): 98 % at
-# 1.0, 9.05 % at 0.5. At -20 dB (0.063-0.065 elastic, 0.098 scalar) 1.0 stays (docs/accuracy.md).
 NOISY_2D = 0.15
 
 

@@ -43,13 +43,8 @@ from helmholtz_pinn.pinn.model import (
 LOSS_NAMES = ("loss", "data", "pde")
 # The network sizes and the voxels per step when the Config leaves them None, by the
 # data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
-# u-network and frequencies (H200, elastic FEM volumes, tuning volume: 3.7 % median G'
-# error against 4.7 % at the 2-D sizes and 4.3 % slice by slice), and a 128 x 3
-# mu-network, which also carries the navier form's pressure of every frequency, at a batch
-# of 2048 (3.7 % / R 0.922 clean, 5.6 % / 0.899 at -20 dB against 3.7 % / 0.920 and
-# 5.6 % / 0.890 with 64 x 2 at batch 4096, in half the time: 29 s against 55 s per fit).
-# docs/accuracy.md, sixth session. In 3-D the navier pressure sits on the u-network
-# (G' error at -20 dB 0.6-1.0 points lower on the four volumes; seventh session).
+# u-network and frequencies, a 128 x 3 mu-network, and the navier form's pressure on the
+# u-network. Why: docs/defaults.md.
 WIDTH = {2: 256, 3: 512}
 N_FEATURES = {2: 128, 3: 256}
 MU_WIDTH = {2: 64, 3: 128}
@@ -57,8 +52,7 @@ MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
 AUX_NETWORK = {2: "mu", 3: "u"}
 # The in-plane rim without a PDE residual (Config.pde_margin None), by form and dimension,
-# in shortest shear wavelengths: 3 voxels on the 1 mm FEM volumes; 3-D navier G' error
-# 3.7-3.9 -> 2.7 % on the tuning volume, no gain on 2-D slices (docs/accuracy.md).
+# in shortest shear wavelengths (3 voxels on 1 mm data at 60-100 Hz; docs/defaults.md).
 PDE_MARGIN = {"navier": {3: 1 / 6}}
 
 

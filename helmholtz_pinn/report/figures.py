@@ -1,6 +1,17 @@
-"""Figures in one style: the maps of :mod:`helmholtz_pinn.report.maps` (wave field, modulus
-beside the truth and its errors, methods side by side, ensemble spread), the training
-curves and :func:`save_all`, which writes a run's PNGs.
+"""Figures in one style: wave fields, modulus maps beside the truth and their errors,
+methods side by side, the ensemble spread, the training curves and :func:`save_all`,
+which writes a run's PNGs.
+
+Maps:
+- x horizontal and y vertical (``origin="lower"``), axes in mm when the voxel spacing is
+  known (voxels otherwise); a 3-D map shows its middle z slice, named in the figure's
+  title (``z-slice k of nz``, k counted from 0 as in the array), as is a frequency index
+  whose value in Hz is unknown (no dataset);
+- voxels outside the mask are blank (light grey);
+- moduli (storage ``G' = Re mu``, loss ``G'' = Im mu``) in kPa, or in Pa where the map's
+  values stay below 1 kPa; each modulus panel names its frequency and unit; errors in %
+  relative to the same part of the truth (``|G''_est - G''_true| / |G''_true|``); the
+  wave field in the data's own unit; every colour bar carries its unit.
 
 Training curves: losses (block means, nondimensional) on a log scale against the step,
 the learning rate in a panel below. A batched history (an ensemble or slicewise fit, whose
@@ -16,24 +27,11 @@ with any backend, as :func:`save_all` does.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from helmholtz_pinn.report.maps import (
-    _extent,
-    _figure,
-    _note,
-    _panel,
-    _section,
-    _style,
-    comparison_figure,
-    modulus_figure,
-    uncertainty_figure,
-    wave_figure,
-)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -49,6 +47,375 @@ __all__ = [
     "uncertainty_figure",
     "wave_figure",
 ]
+
+CMAP_MODULUS = "viridis"
+CMAP_WAVE = "RdBu_r"
+CMAP_MAGNITUDE = "cividis"
+CMAP_ERROR = "magma"
+BLANK = "0.88"  # colour of voxels outside the mask
+STYLE = {
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "legend.fontsize": 8,
+    "figure.dpi": 100,
+}
+PANEL = (2.9, 2.5)  # inches per map panel (with its colour bar)
+PARTS = {"G'": np.real, "G''": np.imag}  # name -> part of the complex modulus
+
+
+# --------------------------------------------------------------------------- style, helpers
+
+
+def _figure(fig: Figure | None, n_rows: int, n_cols: int, panel=PANEL) -> Figure:
+    """``fig`` (resized) or a new pyplot figure, constrained layout, for a panel grid."""
+    size = (panel[0] * n_cols, panel[1] * n_rows)
+    if fig is None:
+        import matplotlib.pyplot as plt
+
+        return plt.figure(figsize=size, layout="constrained")
+    fig.set_size_inches(*size)
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+def _style():
+    import matplotlib
+
+    return matplotlib.rc_context(STYLE)
+
+
+def _section(a: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """2-D display array: mask applied (NaN outside), middle z slice of 3-D, transposed
+    so that x runs horizontally."""
+    a = np.asarray(a, dtype=float)
+    if mask is not None:
+        a = np.where(mask, a, np.nan)
+    if a.ndim == 3:
+        a = a[..., a.shape[-1] // 2]
+    return a.T
+
+
+def _note(fig: Figure, grid: Sequence[int], unknown: int | None = None) -> None:
+    """Title the figure with the z slice :func:`_section` shows of 3-D maps, and with the
+    frequency index ``unknown`` whose value in Hz is not known."""
+    notes = [] if unknown is None else [f"frequency {unknown} (Hz unknown without the dataset)"]
+    notes += [f"z-slice {grid[2] // 2} of {grid[2]} (counted from 0)"] if len(grid) == 3 else []
+    if notes:
+        fig.suptitle("; ".join(notes))
+
+
+def _extent(grid: Sequence[int], spacing) -> tuple[tuple[float, ...] | None, str]:
+    """imshow extent in mm (and the axis unit) from the voxel spacing in m."""
+    if spacing is None:
+        return None, "voxel"
+    h = 1e3 * np.asarray(spacing, dtype=float)
+    return (0.0, grid[0] * h[0], 0.0, grid[1] * h[1]), "mm"
+
+
+def _image(ax, img, cmap, where, vmin=None, vmax=None):
+    """One map on ``ax``, placed and its axes labelled by ``where = (extent, axis unit)``
+    from :func:`_extent`; returns the image."""
+    import matplotlib
+
+    extent, axis_unit = where
+    im = ax.imshow(
+        img,
+        origin="lower",
+        cmap=matplotlib.colormaps[cmap].with_extremes(bad=BLANK),
+        extent=extent,
+        vmin=vmin,
+        vmax=vmax,
+        interpolation="nearest",
+    )
+    ax.set_xlabel(f"x ({axis_unit})")
+    ax.set_ylabel(f"y ({axis_unit})")
+    return im
+
+
+def _panel(ax, img, title, cmap, label, where, vmin=None, vmax=None):
+    """A map with its title and its own colour bar labelled ``label`` (with the unit)."""
+    im = _image(ax, img, cmap, where, vmin, vmax)
+    ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, shrink=0.9, label=label)
+    return im
+
+
+def _finite(*arrays: np.ndarray) -> np.ndarray:
+    values = np.concatenate([np.ravel(a) for a in arrays]) if arrays else np.array([])
+    return values[np.isfinite(values)]
+
+
+def _unit(*maps_pa: np.ndarray) -> tuple[float, str]:
+    """(divisor, unit) to show moduli in Pa: kPa unless the 98th percentile of the
+    magnitudes stays below 1 kPa."""
+    values = np.abs(_finite(*maps_pa))
+    return (1e3, "kPa") if values.size and np.percentile(values, 98) >= 1e3 else (1.0, "Pa")
+
+
+def _limits(truth: np.ndarray | None, *estimates: np.ndarray) -> tuple[float, float] | None:
+    """Shared colour limits: the truth's range widened to the estimates' 2nd-98th
+    percentiles by at most the truth's magnitude on either side (outliers of a noisy
+    estimate do not wash out the scale), plus 5 %; without a truth those percentiles."""
+    values = _finite(*estimates)
+    lo, hi = np.percentile(values, [2, 98]) if values.size else (np.inf, -np.inf)
+    t = _finite(truth) if truth is not None else np.array([])
+    if t.size:
+        scale = max(abs(t.min()), abs(t.max()))
+        lo = max(min(lo, t.min()), t.min() - scale)
+        hi = min(max(hi, t.max()), t.max() + scale)
+    if not np.isfinite([lo, hi]).all():
+        return None
+    pad = 0.05 * (hi - lo) if hi > lo else 0.5 * max(abs(hi), 1e-3)
+    return float(lo - pad), float(hi + pad)
+
+
+def _error_limit(*errors: np.ndarray) -> float:
+    """Upper colour limit of an error map in %: the 95th percentile rounded up to a
+    multiple of 5, between 5 and 100."""
+    values = _finite(*errors)
+    top = np.percentile(values, 95) if values.size else 100.0
+    return float(np.clip(5 * np.ceil(top / 5), 5, 100))
+
+
+def _median(a: np.ndarray) -> float:
+    values = _finite(a)
+    return float(np.median(values)) if values.size else float("nan")
+
+
+def _error(estimate: np.ndarray, truth: np.ndarray, name: str, unit: str):
+    """Error map of modulus part ``name`` (both maps in ``unit``): ``(map, what, stat,
+    colour bar label, upper limit)``. Relative to the same part of the truth, in %, blank
+    where that truth is 0; absolute, in ``unit``, where the truth is 0 everywhere."""
+    if np.any(_finite(truth) != 0):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            err = np.where(truth != 0, 100 * np.abs(estimate - truth) / np.abs(truth), np.nan)
+        what, label = f"{name} error (relative to {name})", f"|Δ{name}| / |{name}_true| (%)"
+        return err, what, f"median {_median(err):.1f} %", label, _error_limit(err)
+    err = np.abs(estimate - truth)
+    what, label = f"{name} error (absolute, true {name} = 0)", f"|Δ{name}| ({unit})"
+    return err, what, f"median {_median(err):.3g} {unit}", label, None
+
+
+def _pick(mu: np.ndarray, grid: tuple[int, ...] | None, index: int, name: str) -> np.ndarray:
+    """One map of shape ``grid`` from ``mu`` of shape ``grid`` or ``(F, *grid)``. Without
+    a grid, a 3-D array is read as ``(F, nx, ny)``."""
+    mu = np.asarray(mu)
+    if grid is None:
+        return mu[index] if mu.ndim == 3 else mu
+    if mu.shape == tuple(grid):
+        return mu
+    if mu.shape[1:] == tuple(grid):
+        return mu[index]
+    raise ValueError(f"{name} must have shape {tuple(grid)} or (F, *{tuple(grid)}); got {mu.shape}")
+
+
+def _context(dataset: Dataset | None, index: int):
+    """(grid, mask, spacing, truth map or None, " at <f> Hz" for titles or "")."""
+    if dataset is None:
+        return None, None, None, None, ""
+    grid = tuple(dataset.grid)
+    truth = None if dataset.mu is None else _pick(dataset.mu, grid, index, "dataset.mu")
+    at = f" at {float(dataset.frequency[index]):g} Hz" if index < dataset.n_freq else ""
+    return grid, dataset.mask, dataset.spacing, truth, at
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def wave_figure(
+    u: np.ndarray,
+    frequency: Sequence[float],
+    *,
+    spacing: Sequence[float] | None = None,
+    mask: np.ndarray | None = None,
+    component: int = 0,
+    fig: Figure | None = None,
+) -> Figure:
+    """Wave field of one component: real part (top row) and magnitude (bottom row) for
+    each frequency.
+
+    Args:
+      u: complex displacement ``(F, C, *grid)``, any length unit (shown as is).
+      frequency: drive frequency of each field, Hz, ``(F,)``.
+      spacing: voxel size in m (axes in mm); None labels the axes in voxels.
+      mask: bool ``grid``; voxels outside it are blank.
+      component: which displacement component to show.
+      fig: draw into this figure (see the module docstring).
+    """
+    u = np.asarray(u)
+    if u.ndim < 4 or not np.iscomplexobj(u):
+        raise ValueError(f"u must be complex with shape (F, C, *grid); got {u.dtype} {u.shape}")
+    if not 0 <= component < u.shape[1]:
+        raise ValueError(f"component must be in 0..{u.shape[1] - 1}; got {component}")
+    n_f = u.shape[0]
+    where = _extent(u.shape[2:], spacing)
+    with _style():
+        fig = _figure(fig, 2, n_f)
+        axes = fig.subplots(2, n_f, squeeze=False)
+        for f in range(n_f):
+            field = u[f, component]
+            shown = np.abs(field) if mask is None else np.abs(field)[mask]
+            amp = float(np.max(shown)) if shown.size and np.max(shown) > 0 else 1.0
+            at = f"at {float(frequency[f]):g} Hz, component {component}"
+            re, mag = _section(field.real, mask), _section(np.abs(field), mask)
+            _panel(axes[0, f], re, f"Re u {at}", CMAP_WAVE, "Re u (data unit)", where, -amp, amp)
+            _panel(axes[1, f], mag, f"|u| {at}", CMAP_MAGNITUDE, "|u| (data unit)", where, 0, amp)
+        _note(fig, u.shape[2:])
+    return fig
+
+
+def modulus_figure(
+    mu: np.ndarray,
+    dataset: Dataset | None = None,
+    *,
+    frequency_index: int = 0,
+    fig: Figure | None = None,
+) -> Figure:
+    """Recovered storage and loss modulus (kPa, or Pa below 1 kPa); with the truth and
+    the error maps (%) when ``dataset`` has a ground-truth ``mu``.
+
+    With the truth: top row ``G'`` (truth, recovered, ``|ΔG'| / |G'_true|`` in %), bottom
+    row ``G''`` (truth, recovered, ``|ΔG''| / |G''_true|`` in %; the absolute error where
+    the true ``G''`` is 0 everywhere). Without: recovered ``G'`` and ``G''`` side by side.
+
+    Args:
+      mu: complex modulus in Pa, shape ``grid`` or ``(F, *grid)`` (without a dataset a
+        3-D array is read as ``(F, nx, ny)``).
+      dataset: supplies the grid, mask, spacing, frequency and the truth (optional).
+      frequency_index: which frequency of a per-frequency modulus (and truth) to show.
+      fig: draw into this figure (see the module docstring).
+    """
+    grid, mask, spacing, truth, at = _context(dataset, frequency_index)
+    est = _pick(mu, grid, frequency_index, "mu")
+    where = _extent(est.shape, spacing)
+    n_rows, n_cols = (1, 2) if truth is None else (2, 3)
+    with _style():
+        fig = _figure(fig, n_rows, n_cols)
+        axes = fig.subplots(n_rows, n_cols, squeeze=False)
+        for i, (name, part) in enumerate(PARTS.items()):
+            e = _section(part(est), mask)
+            t = None if truth is None else _section(part(truth), mask)
+            scale, unit = _unit(e if t is None else t)
+            e, t = e / scale, (None if t is None else t / scale)
+            lim = _limits(t, e) or (None, None)
+            panels = [("recovered", e)] if t is None else [("true", t), ("recovered", e)]
+            row = axes[0, i : i + 1] if t is None else axes[i, :2]
+            for ax, (kind, img) in zip(row, panels, strict=True):
+                title = f"{kind} {name}{at} ({unit})"
+                _panel(ax, img, title, CMAP_MODULUS, f"{name} ({unit})", where, *lim)
+            if t is not None:
+                err, what, stat, label, vmax = _error(e, t, name, unit)
+                title = f"{what}\n{stat}"
+                _panel(axes[i, 2], err, title, CMAP_ERROR, label, where, 0, vmax)
+        _note(fig, est.shape, None if at else frequency_index)
+    return fig
+
+
+def comparison_figure(
+    maps: Mapping[str, np.ndarray],
+    dataset: Dataset | None = None,
+    *,
+    frequency_index: int = 0,
+    fig: Figure | None = None,
+) -> Figure:
+    """Storage modulus ``G'`` (kPa, or Pa below 1 kPa) of several methods side by side,
+    one shared colour scale; with a ground truth, the truth first and a row of errors
+    relative to the true ``G'`` (%) below.
+
+    Args:
+      maps: ``{"PINN": mu, "AHI": mu_ahi, ...}``, complex moduli in Pa, each of shape
+        ``grid`` or ``(F, *grid)``.
+      dataset: grid, mask, spacing and the truth (optional).
+      frequency_index: frequency shown for per-frequency maps and truth.
+      fig: draw into this figure (see the module docstring).
+    """
+    if not maps:
+        raise ValueError("maps is empty; pass {'name': mu_in_pa, ...}")
+    grid, mask, spacing, truth, at = _context(dataset, frequency_index)
+    picked = {name: _pick(m, grid, frequency_index, name) for name, m in maps.items()}
+    storage = {name: _section(m.real, mask) for name, m in picked.items()}
+    t = None if truth is None else _section(truth.real, mask)
+    scale, unit = _unit(*storage.values()) if t is None else _unit(t)
+    storage = {name: img / scale for name, img in storage.items()}
+    t = None if t is None else t / scale
+    shape = np.shape(next(iter(picked.values())))
+    where = _extent(shape, spacing)
+    lim = _limits(t, *storage.values()) or (None, None)
+    panels = ([("true", t)] if t is not None else []) + list(storage.items())
+    n_rows, n_cols = (1 if t is None else 2), len(panels)
+    with _style():
+        fig = _figure(fig, n_rows, n_cols, panel=(2.6, 2.4))
+        axes = fig.subplots(n_rows, n_cols, squeeze=False)
+        for ax, (name, img) in zip(axes[0], panels, strict=True):
+            im = _image(ax, img, CMAP_MODULUS, where, *lim)
+            ax.set_title(f"{name}{'' if name == 'true' else ':'} G'{at} ({unit})")
+        fig.colorbar(im, ax=axes[0, :], shrink=0.9, label=f"G' ({unit})")
+        if t is not None:
+            errors = {name: _error(img, t, "G'", unit) for name, img in storage.items()}
+            vmax = max((e[4] or 0) for e in errors.values()) or None
+            _, what, _, label, _ = next(iter(errors.values()))
+            ax = axes[1, 0]
+            ax.axis("off")
+            ax.text(
+                0.5,
+                0.5,
+                what.replace(" (", "\n("),
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
+            for ax, (name, (err, _, stat, _, _)) in zip(axes[1, 1:], errors.items(), strict=True):
+                im = _image(ax, err, CMAP_ERROR, where, 0, vmax)
+                ax.set_title(f"{name}: {stat}")
+            fig.colorbar(im, ax=axes[1, :], shrink=0.9, label=label)
+        _note(fig, shape, None if at else frequency_index)
+    return fig
+
+
+def uncertainty_figure(
+    mu: np.ndarray,
+    mu_std: np.ndarray,
+    dataset: Dataset | None = None,
+    *,
+    frequency_index: int = 0,
+    fig: Figure | None = None,
+) -> Figure:
+    """Ensemble spread of the storage modulus: mean ``G'``, its standard deviation over
+    the ensemble members (both in kPa, or Pa below 1 kPa) and the coefficient of
+    variation ``std / |mean|`` (%).
+
+    Args:
+      mu: ensemble-mean complex modulus in Pa, ``grid`` or ``(F, *grid)``.
+      mu_std: ``std(Re mu) + i std(Im mu)`` over the members, Pa, same shape
+        (``Result.mu_std`` of an ``ensemble > 1`` run).
+      dataset, frequency_index, fig: as in :func:`modulus_figure`.
+    """
+    grid, mask, spacing, _, at = _context(dataset, frequency_index)
+    mean = _pick(mu, grid, frequency_index, "mu").real
+    std = _pick(mu_std, grid, frequency_index, "mu_std").real
+    shape = mean.shape
+    where = _extent(shape, spacing)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = _section(100 * std / np.abs(mean), mask)
+    (m_scale, m_unit), (s_scale, s_unit) = _unit(mean), _unit(std)
+    mean, std = _section(mean / m_scale, mask), _section(std / s_scale, mask)
+    with _style():
+        fig = _figure(fig, 1, 3)
+        ax = fig.subplots(1, 3, squeeze=False)[0]
+        title, lim = f"ensemble mean G'{at} ({m_unit})", _limits(None, mean) or (None, None)
+        _panel(ax[0], mean, title, CMAP_MODULUS, f"G' ({m_unit})", where, *lim)
+        title, top = f"ensemble std of G'{at} ({s_unit})", (_limits(None, std) or (0, 1))[1]
+        _panel(ax[1], std, title, CMAP_ERROR, f"std of G' ({s_unit})", where, 0, top)
+        title, top = f"std / |mean| of G'{at}\nmedian {_median(cv):.1f} %", _error_limit(cv)
+        _panel(ax[2], cv, title, CMAP_ERROR, "std / |mean| (%)", where, 0, top)
+        _note(fig, shape, None if at else frequency_index)
+    return fig
+
+
+# ---------------------------------------------------------------- training curves, save_all
 
 DPI = 120
 LOSSES = {"loss": ("total loss", "k"), "data": ("data loss", "C0"), "pde": ("PDE loss", "C3")}

@@ -90,9 +90,37 @@ def writing(out: Path):
         what = err.strerror or str(err)
         raise OutputError(
             f"cannot write the results into {out}: {what} ({err.filename or 'a result file'}); "
-            "free space (or use another --out) and run again: with checkpoints, --resume "
-            "writes the results without training again"
+            "free space (or use another output folder) and run again: with checkpoints, "
+            "resume=True writes the results without training again"
         ) from None
+
+
+STAGE = ".writing"  # OUT/.writing/: a result being written, moved into OUT when whole
+
+
+@contextlib.contextmanager
+def staged(out: Path):
+    """Write a result into ``OUT/.writing/`` (yielded); when every file is written, the
+    earlier result's files (:data:`RESULT_FILES`, ``maps/*.nii.gz``) are deleted and the
+    new ones renamed into ``out``. A write that fails (a full disk, an error) removes the
+    stage and leaves the earlier result as it was: never a mix of two runs' files."""
+    import shutil
+
+    stage = out / STAGE
+    shutil.rmtree(stage, ignore_errors=True)  # a stage left by a killed run
+    try:
+        stage.mkdir()
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    clear_results(out)
+    for path in sorted(stage.rglob("*")):
+        if path.is_file():
+            target = out / path.relative_to(stage)
+            target.parent.mkdir(exist_ok=True)
+            path.replace(target)
+    shutil.rmtree(stage, ignore_errors=True)
 
 
 def write_npz(path: Path, **arrays) -> None:

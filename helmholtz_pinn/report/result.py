@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import time
 import warnings
 from pathlib import Path
@@ -19,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.io.dataset import Dataset, unit_amplitude
+from helmholtz_pinn.report.records import Metrics, WaveMisfit
 
 # baseline methods: (function of helmholtz_pinn.assess.baselines, default smoothing); the default
 # sigma is the function's own (baselines.AHI_SIGMA, baselines.CURL_SIGMA: measured)
@@ -37,7 +37,8 @@ class Result:
       mask: the voxels that were fitted.
       frequency: Hz.
       history: one record per block (step, time_s, lr, losses).
-      metrics: run facts and, with ground truth, accuracy metrics.
+      metrics: run facts, fit checks and, with ground truth, accuracy
+        (:class:`helmholtz_pinn.report.records.Metrics`; saved as metrics.json).
       config: the settings used (a :class:`~helmholtz_pinn.config.Config` for the PINN, a
         dict for a baseline). params/consts: trained network parameters.
       mu_std: ensemble standard deviation of Re and Im of mu, Pa (None for one fit).
@@ -48,7 +49,7 @@ class Result:
     mask: np.ndarray
     frequency: np.ndarray
     history: list[dict]
-    metrics: dict
+    metrics: Metrics
     config: Any
     params: Any = None
     consts: Any = None
@@ -63,9 +64,11 @@ class Result:
     def save(
         self, out: str | Path, *, nifti: bool = False, affine: np.ndarray | None = None
     ) -> Path:
-        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures,
-        after deleting an earlier run's result files in ``out``
-        (:func:`helmholtz_pinn.report.files.clear_results`; other files are left alone).
+        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures, in
+        place of an earlier run's result files in ``out`` (other files are left alone).
+        The files are written beside and moved in when all are written
+        (:func:`helmholtz_pinn.report.files.staged`): a failed write leaves the earlier
+        result whole.
 
         ``nifti=True`` also writes the clinical maps of :mod:`helmholtz_pinn.assess.clinical`
         (G', G'', |G*|, phi, c, a, a/omega) as ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz``
@@ -81,9 +84,8 @@ class Result:
             raise InputError("nifti=True needs the Result's dataset (its spacing and rho)")
 
         out = files.prepare_dir(out)
-        with files.writing(out):
-            files.clear_results(out)  # nothing of an earlier run stays beside this one
-            self._write(out, nifti, affine)
+        with files.writing(out), files.staged(out) as stage:
+            self._write(stage, nifti, affine)
         return out
 
     def _write(self, out: Path, nifti: bool, affine) -> None:
@@ -102,7 +104,7 @@ class Result:
         settings = self.config
         if dataclasses.is_dataclass(settings):
             settings = dataclasses.asdict(settings)
-        (out / "config.json").write_text(json.dumps(settings, indent=2))
+        files.write_json(out / "config.json", settings)
         if self.dataset is not None:
             figures.save_all(self, self.dataset, out, misfit=extra.get("misfit"))
         if nifti:
@@ -137,7 +139,7 @@ def member_stats(mus: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     return mean, std
 
 
-def misfit_summary(u_fit: np.ndarray, dataset: Dataset, scored: np.ndarray) -> dict:
+def misfit_summary(u_fit: np.ndarray, dataset: Dataset, scored: np.ndarray) -> WaveMisfit:
     """The ``wave_misfit`` entry of metrics.json, per frequency: median and 95th
     percentile over the scored voxels of :func:`helmholtz_pinn.assess.metrics.wave_misfit`, and
     ``noise``, what unfitted noise alone would give: sqrt(sum_c n_c^2 / sum_c s_c^2) with
@@ -162,7 +164,7 @@ def make_result(
     config: Any,
     mus: np.ndarray,
     u_fit: np.ndarray,
-    facts: dict,
+    facts: Metrics,
     history: list[dict] | None = None,
     state=None,
     *,
@@ -268,13 +270,16 @@ def baseline_result(
             f"the data has C = {dataset.n_comp}: use method ahi"
         )
     t0 = time.perf_counter()
+    scaled, _ = unit_amplitude(dataset)  # the modulus does not depend on u's scale
     try:
         settings = baselines.baseline_settings(name, smoothing, sigma, window, dataset.spacing)
-        mu = fn(dataset, smoothing=smoothing, sigma=sigma, window=window)
+        mu = fn(scaled, smoothing=smoothing, sigma=sigma, window=window)
     except ValueError as err:  # InputError (and any ValueError): name the method, one line
         raise InputError(f"baseline {method}: {err}") from None
     facts = dict(method=method, baseline_settings=settings, wall_time_s=time.perf_counter() - t0)
-    return make_result(dataset, settings, mu[None], dataset.u, facts, margin=margin)
+    result = make_result(scaled, settings, mu[None], scaled.u, facts, margin=margin)
+    result.dataset, result.u_fit = dataset, dataset.u
+    return result
 
 
 def quality_checks(

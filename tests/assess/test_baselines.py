@@ -434,3 +434,21 @@ def test_the_default_widths_are_the_measured_ones():
     rows += script.sweep("curl-mdev", elastic, baselines.curl_mdev, sigmas, seeds)
     assert script.best(rows, "ahi") == baselines.AHI_SIGMA
     assert script.best(rows, "curl-mdev") == baselines.CURL_SIGMA
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-30])
+def test_a_baseline_is_blind_to_the_amplitude_of_u(scale):
+    """u of 1e20 or 1e-30 (float32 over- and underflow when squared) gives the map of u,
+    and the checks at the door do not call it zero."""
+    import dataclasses
+
+    from settings import plane_wave_dataset
+
+    from helmholtz_pinn.assess import input_checks
+    from helmholtz_pinn.io.dataset import unit_amplitude
+    from helmholtz_pinn.report.result import baseline_result
+
+    data = plane_wave_dataset(n=12)
+    big = dataclasses.replace(data, u=(data.u * scale).astype(np.complex64))
+    np.testing.assert_allclose(baseline_result(big).mu, baseline_result(data).mu, rtol=1e-4)
+    input_checks.check(unit_amplitude(big)[0])  # no "u is zero" refusal

@@ -131,9 +131,9 @@ def test_a_second_ctrl_c_interrupts_at_once():
 
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
-        with host_loop._sigint_flag() as flag:
+        with host_loop._stop_signals() as flag:
             signal.raise_signal(signal.SIGINT)
-            assert flag == [True]  # first: noted, nothing raised
+            assert flag == ["SIGINT"]  # first: noted, nothing raised
             signal.raise_signal(signal.SIGINT)  # second: at once
             pytest.fail("the second SIGINT did not interrupt")
     assert signal.getsignal(signal.SIGINT) is before

@@ -1,6 +1,7 @@
 """Run notes: what a user should know about how the run went (rounded steps, early stop,
 a fit inside the PDE warm-up or too short for the schedule), and the short-run warning."""
 
+import numpy as np
 import pytest
 from settings import SMALL, plane_wave_dataset
 
@@ -43,3 +44,20 @@ def test_a_fit_inside_the_warm_up_warns_and_records_it():
     assert res.metrics["pde_margin"] == 3 and res.metrics["pde_fraction"] == round(100 / 256, 4)
     assert any("(61% of the mask's voxels)" in n for n in res.metrics["notes"])
     assert inversion.prepare(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-30])
+def test_the_amplitude_of_u_does_not_change_the_map(scale):
+    """The equations are linear in u: u scaled by 1e20 (which overflows float32 when
+    squared) or 1e-30 (which underflows) gives the modulus of u, and its fitted field in
+    the data's unit."""
+    import dataclasses
+
+    data = plane_wave_dataset(n=12)
+    cfg = Config(**{**SMALL, "mu_ref": None})
+    base = inversion.invert(data, cfg, progress=False, devices=1)
+    big = dataclasses.replace(data, u=(data.u * scale).astype(np.complex64))
+    res = inversion.invert(big, cfg, progress=False, devices=1)
+    np.testing.assert_allclose(res.mu, base.mu, rtol=1e-5)
+    np.testing.assert_allclose(res.u_fit / scale, base.u_fit, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(res.dataset.u, big.u)

@@ -103,8 +103,8 @@ def names() -> tuple[str, ...]:
 
 
 def resolve(name: str, n_comp: int) -> str:
-    """The form ``name`` stands for: ``"auto"`` picks the best measured form for the data
-    (see docs/accuracy.md): "navier" for three-component data, "hetero" otherwise."""
+    """The form ``name`` stands for: ``"auto"`` is "navier" for three-component data and
+    "hetero" otherwise (docs/defaults.md)."""
     if name != "auto":
         return name
     return "navier" if n_comp == 3 else "hetero"

@@ -1,0 +1,82 @@
+"""The command line's own behaviour, without a fit: --pde auto parses, library keywords
+are shown as options, a finished result is not replaced without --overwrite, a folder held
+by another run is refused, and input errors answer before JAX is imported."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helmholtz_pinn.cli.commands import cli_voice, main
+from helmholtz_pinn.cli.parser import config_from, parse_args
+
+
+def test_pde_auto_is_accepted_and_is_the_default():
+    args = parse_args(["invert", "--pde", "auto"])
+    assert config_from(args).pde == "auto" == config_from(parse_args(["invert"])).pde
+
+
+@pytest.mark.parametrize(
+    "library, cli",
+    [
+        ("pass force=True if the values are right", "pass --force if the values are right"),
+        ("try more steps= or another pde=; check", "try more --steps or another --pde; check"),
+        ("try another seed= or ensemble=3 (members", "try another --seed or --ensemble 3 (members"),
+        ("resume='strict' does not start afresh", "--resume-strict does not start afresh"),
+        ("mu_ref_pa=3000 and G'=5 stay", "mu_ref_pa=3000 and G'=5 stay"),  # not options
+    ],
+)
+def test_library_keywords_become_options(library, cli):
+    assert cli_voice(library) == cli
+
+
+def test_a_finished_result_is_not_replaced_without_overwrite(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.json").write_text(json.dumps({"steps": 10}))
+    assert main(["invert", str(tmp_path / "missing.npz"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already holds a result (metrics.json)" in err
+    assert "--overwrite" in err and json.loads((out / "metrics.json").read_text())["steps"] == 10
+
+
+def test_a_folder_held_by_another_run_is_refused_with_its_pid(tmp_path, capsys):
+    hold = textwrap.dedent(
+        """
+        import sys, time
+        from helmholtz_pinn.report.folder_lock import FolderLock
+        with FolderLock(sys.argv[1]):
+            print("held", flush=True)
+            time.sleep(60)
+        """
+    )
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", hold, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        code = main(["baseline", str(tmp_path / "missing.npz"), "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and f"in use by process {proc.pid}" in err and err.count("\n") == 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_input_errors_answer_before_jax_is_imported(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from helmholtz_pinn.cli import main
+        missing, out = {str(tmp_path / "missing.npz")!r}, {str(tmp_path / "o")!r}
+        status = main(["invert", missing, "--out", out])
+        print(status, "jax" in sys.modules)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr
+    assert proc.stderr.count("\n") == 1 and "missing.npz" in proc.stderr
+    assert not (tmp_path / "o").exists()
