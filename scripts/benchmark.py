@@ -243,7 +243,7 @@ def laplacian_error(params, consts, precision: str | None, n: int = 2000) -> flo
     x, _ = workload(n, seed=1)
 
     def lap(p, c, pts):
-        return apply_jet(p, c, pts, "tanh", LAP)[3, :, :]
+        return apply_jet(p, c, pts, "tanh", LAP, SEED_CONFIG["depth"])[3, :, :]
 
     ctx = jax.default_matmul_precision(precision) if precision else contextlib.nullcontext()
     with ctx:
@@ -294,7 +294,8 @@ def bench_size(args, rec, n: int) -> dict:
     saved[f"loss/{n}"] = loss = np.asarray(loss)
     rec("loss", n, loss=float(loss[0]), data=float(loss[1]), pde=float(loss[2]))
 
-    fwd = jax.jit(lambda p, c, x: model.apply_jet(p, c, x, "tanh", model.VALUE))
+    depth = SEED_CONFIG["depth"]
+    fwd = jax.jit(lambda p, c, x: model.apply_jet(p, c, x, "tanh", model.VALUE, depth))
     pu, cu = state.params["u"], state.consts["u"]
     med, lo = repeat(
         lambda: jax.block_until_ready([fwd(pu, cu, problem.x) for _ in range(100)]), args.reps, 100

@@ -11,6 +11,8 @@ traceback. JAX is imported only by the commands that fit.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 import warnings
@@ -128,8 +130,9 @@ def cmd_invert(args) -> int:
         raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
     datasets = [_load_or_phantom(p) for p in paths]  # before JAX: input errors answer at once
     fresh = not args.out.exists()
+    lock = FolderLock(args.out) if _lead_process(args) else contextlib.nullcontext()
     try:
-        with FolderLock(args.out):
+        with lock:
             return _invert(args, datasets, paths)
     except InputError:  # refused at the door (plausibility): leave no output folder
         if fresh:
@@ -137,6 +140,15 @@ def cmd_invert(args) -> int:
             if not any(args.out.iterdir()):
                 args.out.rmdir()
         raise
+
+
+def _lead_process(args) -> bool:
+    """Whether this process leads a launch over many processes (or runs alone): the one
+    that holds the output folder and writes the results."""
+    env = os.environ
+    ranks = (args.process_id, env.get("JAX_PROCESS_ID"), env.get("SLURM_PROCID"),
+             env.get("OMPI_COMM_WORLD_RANK"))  # fmt: skip
+    return all(rank is None or int(rank) == 0 for rank in ranks)
 
 
 def _invert(args, datasets: list, paths: list) -> int:
@@ -300,7 +312,6 @@ class _Terminated(Interrupted):
 def _sigterm_as_interrupt():
     """SIGTERM raises Interrupted (exit 143) where no training block is running; the host
     loop installs its own handler while it trains, so a fit ends with its checkpoint."""
-    import contextlib
     import signal
     import threading
 

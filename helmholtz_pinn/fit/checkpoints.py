@@ -86,7 +86,7 @@ def _fmt(values: list) -> str:
 
 
 class Checkpointer:
-    """Saves every ``every`` blocks (as ``fit``'s ``on_block``) and restores the newest."""
+    """Saves every ``every`` blocks (as the host loop's ``on_block``) and restores the newest."""
 
     def __init__(self, directory: str | Path, config: Config, every: int, data: dict | None = None):
         """``data``: the :func:`fingerprint` of the datasets, saved and checked on restore."""

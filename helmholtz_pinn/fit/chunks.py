@@ -35,7 +35,7 @@ CHUNKS_FILE = "chunks.json"
 
 @dataclasses.dataclass
 class Fitted:
-    """What :func:`fit` returns, per dataset in order: ``maps`` (mu (E, F, *grid) in Pa,
+    """What :func:`fit_members` returns, per dataset in order: ``maps`` (mu (E, F, *grid) in Pa,
     u_fit), ``preps`` (without their arrays), the member ``state`` (stacked; no Adam
     state when chunked), the block ``history`` (chunks merged), the last chunk's
     ``plan`` and the run ``facts`` (resume, chunks)."""
@@ -48,7 +48,7 @@ class Fitted:
     facts: dict
 
 
-def fit(
+def fit_members(
     datasets: list[Dataset],
     cfg: Config,
     shared: Config,
@@ -165,7 +165,7 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     if callback is not None and plan.padded_members != members:  # it sees real members only
         callback = _members_only(callback, slice(0, members))
     with _final_checkpoint(ckpt):
-        state, history = host_loop.fit(
+        state, history = host_loop.run(
             state,
             problem,
             block,

@@ -1,6 +1,6 @@
 """The host loop: blocks on the device, schedules and roll-backs between them.
 
-``fit`` runs ceil(steps / sync_interval) compiled blocks and reads each block's losses
+``run`` runs ceil(steps / sync_interval) compiled blocks and reads each block's losses
 once ("deferred loss"); every step trains. Between blocks, per member: a non-finite or
 exploding loss rolls back to the last good state with that member's rate halved; after
 the PDE warm-up a reduce-on-plateau schedule sets the rate and stops a member that no
@@ -83,7 +83,7 @@ class HostState:
         )
 
 
-def fit(
+def run(
     state: TrainState,
     problem,
     block: Callable,
@@ -254,10 +254,15 @@ def member_record(record: dict, rows: int | slice) -> dict:
 
 
 def _progress_bar(total: int, enabled: bool):
+    """A tqdm bar: a notebook widget where ipywidgets is installed, else text redrawn at
+    most every few seconds (a notebook without widgets shows each redraw as a line)."""
+    from tqdm import tqdm
+
     if not enabled:
-        from tqdm import tqdm
-
         return tqdm(total=total, disable=True)
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, unit="step", dynamic_ncols=True)
+    try:
+        import ipywidgets  # noqa: F401  (tqdm.auto needs it for a notebook widget)
+        from tqdm.auto import tqdm
+    except ImportError:
+        pass
+    return tqdm(total=total, unit="step", dynamic_ncols=True, mininterval=3.0)

@@ -3,7 +3,7 @@
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
 volume (``slicewise=True``), on one device or many: each becomes M members (0 for one
 plain fit) of one stacked state, a :class:`helmholtz_pinn.fit.placement.Placement` says where they
-run, and the one host loop (:func:`helmholtz_pinn.fit.host_loop.fit`) trains them, in chunks when
+run, and the one host loop (:func:`helmholtz_pinn.fit.host_loop.run`) trains them, in chunks when
 they do not fit at once (:mod:`helmholtz_pinn.fit.chunks`).
 
 Units at the edges (Pa, m, Hz), nondimensional inside: coordinates by the field of view
@@ -109,7 +109,7 @@ def invert(
     shared = shared_settings(datasets, cfg, estimates)
     prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
     run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
-    fitted = chunks.fit(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
+    fitted = chunks.fit_members(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
     state, history, preps, maps = fitted.state, fitted.history, fitted.preps, fitted.maps
     facts = dict(devices=len(fitted.plan.devices), parallel=fitted.plan.mode, **fitted.facts)
     e = cfg.ensemble

@@ -33,6 +33,7 @@ from scipy.spatial import cKDTree
 from skfem import Basis, BilinearForm, ElementTetP2, ElementVector, FacetBasis, MeshTet, asm
 from skfem.helpers import ddot, div, dot, sym_grad
 
+from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.forward import fem_solve
 from helmholtz_pinn.forward.fem_solve import nested_dissection
 from helmholtz_pinn.forward.phantoms import add_noise
@@ -95,7 +96,7 @@ def _check_fit(inclusions: Sequence[Inclusion], extent: Sequence[float], margin:
     for i, inc in enumerate(inclusions):
         cx, cy, r = inc.centre[0] * extent[0], inc.centre[1] * extent[1], max(inc.semi_axes)
         if min(cx, cy, extent[0] - cx, extent[1] - cy) < r + margin:
-            raise ValueError(
+            raise InputError(
                 f"inclusion {i} (semi-axes {inc.semi_axes} m at {inc.centre} of the field of "
                 f"view) does not fit the {extent[0]:g} x {extent[1]:g} m box with a margin"
             )
@@ -200,7 +201,7 @@ def sample(basis: Basis, u: np.ndarray, points: np.ndarray, candidates: int = 24
     best = inside.argmax(axis=1)
     pick = np.arange(points.shape[1])
     if inside[pick, best].min() < -1e-9:
-        raise ValueError(
+        raise InputError(
             f"sample: {int((inside[pick, best] < -1e-9).sum())} points outside the mesh"
         )
     cells, ref = near[pick, best], ref[:, pick, best]
@@ -223,24 +224,24 @@ def component_of_dofs(basis: Basis) -> np.ndarray:
 def _check_args(freqs, shape, spacing, drive, faces, z_faces, output, moduli) -> None:
     """Eager checks at the API boundary; each message quotes the bad value."""
     if freqs.size == 0 or not (np.isfinite(freqs).all() and (freqs > 0).all()):
-        raise ValueError(f"frequencies must be positive (Hz); got {freqs.tolist()!r}")
+        raise InputError(f"frequencies must be positive (Hz); got {freqs.tolist()!r}")
     if len(shape) != 3 or min(shape) < 3 or any(int(n) != n for n in shape):
-        raise ValueError(f"shape must be 3 integers >= 3 voxels (nx, ny, nz); got {shape!r}")
+        raise InputError(f"shape must be 3 integers >= 3 voxels (nx, ny, nz); got {shape!r}")
     if spacing.shape != (3,) or not (np.isfinite(spacing).all() and (spacing > 0).all()):
-        raise ValueError(f"spacing must be > 0 m, a scalar or 3 values; got {spacing.tolist()!r}")
+        raise InputError(f"spacing must be > 0 m, a scalar or 3 values; got {spacing.tolist()!r}")
     if drive.shape != (3,) or not np.isfinite(drive).all():
-        raise ValueError(f"drive must be 3 finite amplitudes (x, y, z); got {drive.tolist()!r}")
+        raise InputError(f"drive must be 3 finite amplitudes (x, y, z); got {drive.tolist()!r}")
     choices = (("faces", faces, FACES), ("z_faces", z_faces, Z_FACES), ("output", output, OUTPUTS))
     for name, value, valid in choices:
         if value not in valid:
-            raise ValueError(f"{name} must be one of {valid}; got {value!r}")
+            raise InputError(f"{name} must be one of {valid}; got {value!r}")
 
     def ok(name: str, v) -> bool:
         return v is not None and np.isfinite(v) and (v > 0 or (v == 0 and name == "viscosity"))
 
     bad = {k: v for k, v in moduli.items() if not ok(k, v)}
     if bad:
-        raise ValueError(f"lam, rho, background, mesh_size must be > 0, viscosity >= 0; got {bad}")
+        raise InputError(f"lam, rho, background, mesh_size must be > 0, viscosity >= 0; got {bad}")
 
 
 def _boundary(ops: Operators, extent, drive, z_faces: str):
@@ -322,7 +323,7 @@ def simulate_elastic(
     fem_solve.check_precision(precision)
     if isinstance(layout, str):
         if layout not in LAYOUTS:
-            raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+            raise InputError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
         layout = LAYOUTS[layout]
     n = np.asarray(shape, int)
     extent = tuple(float(e) for e in n * h)
@@ -338,11 +339,7 @@ def simulate_elastic(
     ops = assemble(mesh, storage, lambda x: np.full(x.shape[1:], viscosity), lam, rho, absorbing)
     dirichlet, values = _boundary(ops, extent, drive, z_faces)
 
-    axes = [(np.arange(k) + 0.5) * hk for k, hk in zip(n, h, strict=True)]
-    if output == "slice":
-        axes[2] = axes[2][[n[2] // 2]]
-    grid = tuple(int(k) for k in (n if output == "volume" else n[:2]))
-    centres = np.stack(np.meshgrid(*axes, indexing="ij")).reshape(3, -1)
+    grid, centres = _voxel_centres(n, h, output)
     u = np.empty((freqs.size, 3, *grid), np.complex64)
     for i, f in enumerate(freqs):
         field = solve(ops, 2 * np.pi * f, dirichlet, values, precision)
@@ -361,6 +358,16 @@ def simulate_elastic(
     return clean if noise_db is None else shared_noise(clean, noise_db, seed)
 
 
+def _voxel_centres(n: np.ndarray, h: np.ndarray, output: str) -> tuple[tuple[int, ...], np.ndarray]:
+    """(grid, centres (3, voxels) in m) of the data voxels: the whole box, or its middle
+    z-slice (index nz // 2) for ``output`` "slice"."""
+    axes = [(np.arange(k) + 0.5) * hk for k, hk in zip(n, h, strict=True)]
+    if output == "slice":
+        axes[2] = axes[2][[n[2] // 2]]
+    grid = tuple(int(k) for k in (n if output == "volume" else n[:2]))
+    return grid, np.stack(np.meshgrid(*axes, indexing="ij")).reshape(3, -1)
+
+
 def shared_noise(data: Dataset, noise_db: float, seed: int = 0) -> Dataset:
     """``data`` with :func:`phantoms.add_noise` at ``noise_db`` dB relative to the mean
     power of all components per frequency: one absolute noise level for every component
@@ -372,7 +379,7 @@ def shared_noise(data: Dataset, noise_db: float, seed: int = 0) -> Dataset:
 def middle_slice(data: Dataset) -> Dataset:
     """The z-slice ``nz // 2`` of a volume (what ``output="slice"`` samples)."""
     if data.ndim != 3:
-        raise ValueError(f"middle_slice needs a volume (F, C, nx, ny, nz); got {data.u.shape}")
+        raise InputError(f"middle_slice needs a volume (F, C, nx, ny, nz); got {data.u.shape}")
     k = data.grid[2] // 2
     fields = dict(u=data.u, mask=data.mask, mu=data.mu, regions=data.regions)
     sliced = {name: None if a is None else a[..., k] for name, a in fields.items()}

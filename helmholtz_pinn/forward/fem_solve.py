@@ -14,6 +14,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import linalg as splinalg
 
+from helmholtz_pinn.errors import InputError
+
 MIXED_TOL = 1e-10  # relative residual of a mixed-precision solve
 MIXED_STEPS = 30  # refinement steps before giving up
 PRECISIONS = ("double", "mixed")
@@ -49,7 +51,7 @@ def nested_dissection(points: np.ndarray, leaf: int = 256) -> np.ndarray:
 def check_precision(precision: str) -> None:
     """Raise a ValueError naming ``precision`` unless it is one of :data:`PRECISIONS`."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}")
+        raise InputError(f"precision must be one of {PRECISIONS}; got {precision!r}")
 
 
 def solve(matrix: sparse.csc_matrix, rhs: np.ndarray, precision: str = "double") -> np.ndarray:
@@ -68,7 +70,7 @@ def solve(matrix: sparse.csc_matrix, rhs: np.ndarray, precision: str = "double")
         if np.linalg.norm(r) <= goal:
             return x
         x = x + lu.solve(r.astype(np.complex64))
-    raise ValueError(
+    raise InputError(
         f"mixed-precision refinement did not reach a relative residual of {MIXED_TOL:g} "
         f"in {MIXED_STEPS} steps (the system is too ill-conditioned for a complex64 "
         "factorisation); use precision='double'"

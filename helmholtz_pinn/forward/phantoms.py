@@ -279,20 +279,7 @@ def simulate(
       ``(nx, ny, nz)``), the true ``mu`` complex128 ``(F, *grid)`` in Pa, ``regions``,
       ``rho``, all-true ``mask``.
     """
-    freqs = np.asarray(frequencies, dtype=float).reshape(-1)
-    if freqs.size == 0 or not np.all(freqs > 0):
-        raise InputError(f"frequencies must be positive (Hz); got {frequencies!r}")
-    if not 1 <= components <= len(DRIVE_EDGES):
-        raise InputError(
-            f"components must be 1..{len(DRIVE_EDGES)} (one per edge of {DRIVE_EDGES}); "
-            f"got {components}"
-        )
-    if nz is not None and not (isinstance(nz, int) and nz >= 1):
-        raise InputError(f"nz must be a positive integer (slices); got {nz!r}")
-    if not 0 <= through_plane < 1:
-        raise InputError(f"through_plane must be in [0, 1); got {through_plane!r}")
-    if int(oversample) != oversample or oversample < 1:
-        raise InputError(f"oversample must be a positive integer; got {oversample!r}")
+    freqs = _check_simulate_args(frequencies, components, nz, through_plane, oversample)
     s, nx, ny = int(oversample), *phantom.shape
     n_pad = _sponge_voxels(phantom, freqs, sponge_wavelengths)
 
@@ -319,11 +306,8 @@ def simulate(
     true_mu = np.stack([phantom.modulus(f) for f in freqs]).astype(np.complex128)
     grids = (u, true_mu, phantom.regions, np.ones(phantom.shape, bool))
     spacing = np.asarray(phantom.spacing, dtype=float)
-    if nz is not None:  # extrude; the wave runs along z as exp(-i kz z)
-        z = (np.arange(nz) + 0.5) * spacing[0]
-        phase = np.exp(-1j * kz[:, None, None, None, None] * z).astype(np.complex64)
-        grids = (u[..., None] * phase, *(np.repeat(a[..., None], nz, -1) for a in grids[1:]))
-        spacing = np.append(spacing, spacing[0])
+    if nz is not None:
+        grids, spacing = _extrude(grids, spacing, kz, nz)
     u, true_mu, regions, mask = grids
     return Dataset(
         u=u,
@@ -333,6 +317,36 @@ def simulate(
         mu=true_mu,
         regions=np.asarray(regions),
         rho=rho,
+    )
+
+
+def _check_simulate_args(frequencies, components, nz, through_plane, oversample) -> np.ndarray:
+    """The frequencies (Hz) as an array, once every argument of :func:`simulate` is valid."""
+    freqs = np.asarray(frequencies, dtype=float).reshape(-1)
+    if freqs.size == 0 or not np.all(freqs > 0):
+        raise InputError(f"frequencies must be positive (Hz); got {frequencies!r}")
+    if not 1 <= components <= len(DRIVE_EDGES):
+        raise InputError(
+            f"components must be 1..{len(DRIVE_EDGES)} (one per edge of {DRIVE_EDGES}); "
+            f"got {components}"
+        )
+    if nz is not None and not (isinstance(nz, int) and nz >= 1):
+        raise InputError(f"nz must be a positive integer (slices); got {nz!r}")
+    if not 0 <= through_plane < 1:
+        raise InputError(f"through_plane must be in [0, 1); got {through_plane!r}")
+    if int(oversample) != oversample or oversample < 1:
+        raise InputError(f"oversample must be a positive integer; got {oversample!r}")
+    return freqs
+
+
+def _extrude(grids: tuple, spacing: np.ndarray, kz: np.ndarray, nz: int):
+    """(u, mu, regions, mask) of a slice extruded over ``nz`` slices (z spacing = x
+    spacing); u runs along z as exp(-i kz z) (``kz`` rad/m per frequency)."""
+    z = (np.arange(nz) + 0.5) * spacing[0]
+    phase = np.exp(-1j * kz[:, None, None, None, None] * z).astype(np.complex64)
+    u = grids[0][..., None] * phase
+    return (u, *(np.repeat(a[..., None], nz, -1) for a in grids[1:])), np.append(
+        spacing, spacing[0]
     )
 
 

@@ -163,24 +163,16 @@ def convert(
     u = arrange(wave, axes, name, phase=phase)
     if spacing is not None:
         values = _float_vector("spacing", spacing) * unit
-    elif kind != "mat":
-        values = zooms[nifti_grid_axes(axes)]
-    elif file_spacing is not None:
-        values = file_spacing
     else:
+        values = zooms[nifti_grid_axes(axes)] if kind != "mat" else file_spacing
+    if values is None:
         raise DatasetError(
             f"voxel spacing unknown: {paths[0]} has no spacing/voxel_size variable; "
             "pass spacing=[dx, dy(, dz)] with spacing_unit='m' or 'mm'"
         )
     affine = _input_affine(paths[0], axes) if kind != "mat" else None
     u, values = _squeeze_single_slice(u, values)
-    if mask_from is not None:
-        mask = masks.for_convert(mask_from, magnitude, mask, axes, paths[0])
-    elif mask is not None:
-        mask = _grid_array(mask, axes, "mask")
-    if mask is not None:
-        if mask.ndim == 3 and mask.shape[2] == 1 and u.ndim == 4:  # squeezed slice
-            mask = mask[..., 0]
+    mask = _mask(mask_from, magnitude, mask, axes, paths[0], u.ndim)
     return Dataset(
         u=u,
         frequency=_resolve_frequency(frequency, file_freq, u.shape[0], paths[0]),
@@ -188,6 +180,18 @@ def convert(
         mask=mask,
         affine=affine,
     )
+
+
+def _mask(mask_from, magnitude, mask, axes: str, path: Path, u_ndim: int):
+    """The dataset's mask on the grid: made from the magnitude images (``mask_from``),
+    else the file's mask variable, else None (every voxel)."""
+    if mask_from is not None:
+        mask = masks.for_convert(mask_from, magnitude, mask, axes, path)
+    elif mask is not None:
+        mask = _grid_array(mask, axes, "mask")
+    if mask is not None and mask.ndim == 3 and mask.shape[2] == 1 and u_ndim == 4:
+        mask = mask[..., 0]  # the slice axis was squeezed
+    return mask
 
 
 def _input_affine(path: Path, axes: str) -> np.ndarray | None:

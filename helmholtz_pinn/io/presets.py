@@ -1,4 +1,5 @@
-"""Layouts of known MATLAB exports: ``convert(path, preset=NAME)`` / ``convert --preset``.
+"""Presets for known MATLAB exports, their variable names and axis order:
+``convert(path, preset=NAME)`` / ``convert --preset``.
 
 ``bioqic``: BIOQIC phantom files and other MDEV-style phase arrays (Charite Berlin). The
 MDEV inversion script documents its input as a 6-D MATLAB array

@@ -50,7 +50,12 @@ def pairs(d: int) -> list[tuple[int, int]]:
 
 
 class FourierMLP(nn.Module):
-    """MLP on random Fourier features, evaluated as a jet of ``order`` VALUE .. HESS."""
+    """MLP on random Fourier features: ``depth`` hidden layers of ``width``, output
+    ``n_out``. Its variables are ``params`` (``hidden_<i>_kernel``, ``hidden_<i>_bias``,
+    ``out_kernel``, ``out_bias``) and ``constants`` (``B`` (n_in, n_features), fixed
+    Fourier frequencies, ``sigma`` cycles per unit of x). The module declares them; the
+    forward pass is :func:`apply_jet`, the one pure function both ``apply`` and the
+    training step use."""
 
     n_in: int
     n_out: int
@@ -71,11 +76,14 @@ class FourierMLP(nn.Module):
                 * jax.random.normal(self.make_rng("params"), (self.n_in, self.n_features))
             ),
         ).value
-        stack = fourier_jet(x, 2 * jnp.pi * b, order)
-        for i in range(self.depth):
-            stack = _dense(self, stack, self.width, f"hidden_{i}")
-            stack = activation_jet(stack, self.activation, self.n_in, order)
-        return _dense(self, stack, self.n_out, "out")
+        sizes = [2 * self.n_features] + [self.width] * self.depth + [self.n_out]
+        names = [f"hidden_{i}" for i in range(self.depth)] + ["out"]
+        params = {}
+        for name, n_in, n_out in zip(names, sizes[:-1], sizes[1:], strict=True):
+            kernel = nn.initializers.glorot_normal()
+            params[f"{name}_kernel"] = self.param(f"{name}_kernel", kernel, (n_in, n_out))
+            params[f"{name}_bias"] = self.param(f"{name}_bias", nn.initializers.zeros, (n_out,))
+        return apply_jet(params, {"B": b}, x, self.activation, order, self.depth)
 
 
 # Programs whose GEMMs have this many points (rows per jet row) on get cuBLAS GEMMs instead
@@ -100,13 +108,6 @@ def matmul_precision() -> jax.lax.Precision | None:
     ``jax_default_matmul_precision`` (e.g. ``jax.default_matmul_precision("TF32_TF32_F32_X3")``),
     which then applies (None defers to it; it is part of jit's cache key)."""
     return None if jax.config.jax_default_matmul_precision is not None else HIGHEST
-
-
-def _dense(module: nn.Module, stack: jax.Array, features: int, name: str) -> jax.Array:
-    """a = h W + b on row 0 and g W, l W on the derivative rows (one matmul)."""
-    w = module.param(f"{name}_kernel", nn.initializers.glorot_normal(), (stack.shape[-1], features))
-    b = module.param(f"{name}_bias", nn.initializers.zeros, (features,))
-    return affine_jet(stack, w, b)
 
 
 def masked_jets(stack: jax.Array) -> bool:
@@ -190,9 +191,13 @@ def jet_rows(d: int, order: int) -> int:
     return (1, 1 + d, 2 + d, 1 + d + d * (d + 1) // 2)[order]
 
 
-def apply_jet(params, consts, x: jax.Array, activation: str, order: int) -> jax.Array:
-    """FourierMLP's jet stack from its variables, as a pure function (same math and names)."""
-    depth = sum(name.startswith("hidden_") and name.endswith("_kernel") for name in params)
+def apply_jet(params, consts, x: jax.Array, activation: str, order: int, depth: int) -> jax.Array:
+    """The forward pass of a :class:`FourierMLP` of ``depth`` hidden layers at points x
+    (N, d): its jet stack (K, N, n_out) of derivative ``order`` (VALUE .. HESS).
+
+    gamma(x) = [sin(2 pi x B), cos(2 pi x B)]; h_0 = gamma, h_i = phi(h_(i-1) W_i + b_i),
+    out = h_depth W_out + b_out; each layer carries the derivatives of its input
+    (:func:`fourier_jet`, :func:`affine_jet`, :func:`activation_jet`)."""
     stack = fourier_jet(x, 2 * jnp.pi * consts["B"], order)
     for i in range(depth):
         stack = affine_jet(stack, params[f"hidden_{i}_kernel"], params[f"hidden_{i}_bias"])
@@ -211,9 +216,16 @@ def can_stack(params_a, consts_a, params_b, consts_b) -> bool:
 
 
 def apply_pair(
-    params, consts, x: jax.Array, activation: str, orders: tuple[int, int], layout: str = "auto"
+    params,
+    consts,
+    x: jax.Array,
+    activation: str,
+    orders: tuple[int, int],
+    depths: tuple[int, int],
+    layout: str = "auto",
 ) -> tuple[jax.Array, jax.Array]:
-    """Jet stacks of two networks (dicts ``params``/``consts`` keyed "u" and "mu") at x.
+    """Jet stacks of two networks (dicts ``params``/``consts`` keyed "u" and "mu", of
+    ``depths`` hidden layers) at x.
 
     ``layout``: "separate" evaluates each network on its own (fewest FLOPs: the second
     carries only ``orders[1]``); "stacked" runs both as one network with a leading axis
@@ -224,11 +236,12 @@ def apply_pair(
     pu, pm, cu, cm = params["u"], params["mu"], consts["u"], consts["mu"]
     if layout == "auto":
         small = x.shape[0] <= STACK_MAX_POINTS
-        layout = "stacked" if small and can_stack(pu, cu, pm, cm) else "separate"
+        same_depth = depths[0] == depths[1]
+        layout = "stacked" if small and same_depth and can_stack(pu, cu, pm, cm) else "separate"
     if layout == "separate":
         return (
-            apply_jet(pu, cu, x, activation, orders[0]),
-            apply_jet(pm, cm, x, activation, orders[1]),
+            apply_jet(pu, cu, x, activation, orders[0], depths[0]),
+            apply_jet(pm, cm, x, activation, orders[1], depths[1]),
         )
     if layout != "stacked":
         raise InputError(f"layout must be 'auto', 'separate' or 'stacked'; got {layout!r}")
@@ -246,6 +259,6 @@ def apply_pair(
     both_p = jax.tree.map(lambda a, b: jnp.stack([a, b]), padded(pu), padded(pm))
     both_c = jax.tree.map(lambda a, b: jnp.stack([a, b]), cu, cm)
     order = max(orders)
-    both = jax.vmap(lambda p, c: apply_jet(p, c, x, activation, order))(both_p, both_c)
+    both = jax.vmap(lambda p, c: apply_jet(p, c, x, activation, order, depths[0]))(both_p, both_c)
     d = x.shape[-1]
     return (both[0, : jet_rows(d, orders[0]), :, :n_u], both[1, : jet_rows(d, orders[1]), :, :n_mu])

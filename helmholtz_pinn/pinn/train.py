@@ -218,7 +218,8 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
     Both networks go through :func:`helmholtz_pinn.pinn.model.apply_pair`, each carrying only
     the derivative order the form asks for.
     """
-    su, smu = apply_pair(params, consts, x, spec.activation, (spec.u_order, spec.mu_order))
+    orders, depths = (spec.u_order, spec.mu_order), (spec.depth, spec.mu_depth)
+    su, smu = apply_pair(params, consts, x, spec.activation, orders, depths)
     ju = split_jet(su, spec.ndim, spec.u_order)
     jm = split_jet(smu, spec.ndim, spec.mu_order)
     n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
@@ -383,8 +384,8 @@ def _predict_fn(spec: Spec, points: int):
     n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
 
     def fn(params, consts, x, omega_ratio):
-        u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE)[0]
-        m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE)[0]
+        u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE, spec.depth)[0]
+        m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE, spec.mu_depth)[0]
         mu, _ = scaling.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
         u = u[..., : 2 * spec.n_freq * spec.n_comp]
         return scaling.u_complex(u, spec.n_freq, spec.n_comp), mu

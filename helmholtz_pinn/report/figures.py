@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from helmholtz_pinn.errors import InputError
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -209,7 +211,7 @@ def _pick(mu: np.ndarray, grid: tuple[int, ...] | None, index: int, name: str) -
         return mu
     if mu.shape[1:] == tuple(grid):
         return mu[index]
-    raise ValueError(f"{name} must have shape {tuple(grid)} or (F, *{tuple(grid)}); got {mu.shape}")
+    raise InputError(f"{name} must have shape {tuple(grid)} or (F, *{tuple(grid)}); got {mu.shape}")
 
 
 def _context(dataset: Dataset | None, index: int):
@@ -247,9 +249,9 @@ def wave_figure(
     """
     u = np.asarray(u)
     if u.ndim < 4 or not np.iscomplexobj(u):
-        raise ValueError(f"u must be complex with shape (F, C, *grid); got {u.dtype} {u.shape}")
+        raise InputError(f"u must be complex with shape (F, C, *grid); got {u.dtype} {u.shape}")
     if not 0 <= component < u.shape[1]:
-        raise ValueError(f"component must be in 0..{u.shape[1] - 1}; got {component}")
+        raise InputError(f"component must be in 0..{u.shape[1] - 1}; got {component}")
     n_f = u.shape[0]
     where = _extent(u.shape[2:], spacing)
     with _style():
@@ -333,7 +335,7 @@ def comparison_figure(
       fig: draw into this figure (see the module docstring).
     """
     if not maps:
-        raise ValueError("maps is empty; pass {'name': mu_in_pa, ...}")
+        raise InputError("maps is empty; pass {'name': mu_in_pa, ...}")
     grid, mask, spacing, truth, at = _context(dataset, frequency_index)
     picked = {name: _pick(m, grid, frequency_index, name) for name, m in maps.items()}
     storage = {name: _section(m.real, mask) for name, m in picked.items()}

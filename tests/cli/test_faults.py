@@ -34,32 +34,36 @@ def files(tmp_path_factory):
     return paths
 
 
-def test_sigint_writes_a_final_checkpoint_exits_130_and_resumes_bitwise(
-    files, tmp_path, monkeypatch, capsys
+@pytest.mark.parametrize("name, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_stop_signal_writes_a_final_checkpoint_and_resumes_bitwise(
+    name, status, files, tmp_path, monkeypatch, capsys
 ):
-    """A real SIGINT, raised in this process once the block of step 10 is checkpointed
-    (deterministic timing); checkpoints otherwise only every 1000 blocks."""
+    """A real SIGINT (Ctrl-C) or SIGTERM (Slurm, Kubernetes, ``timeout``), raised in this
+    process once the block of step 10 is checkpointed (deterministic timing; checkpoints
+    otherwise only every 1000 blocks): one line, its own exit status, and a resume that
+    ends at the uninterrupted modulus bit for bit."""
     args = [str(files[0]), "--steps", "20", "--sync-interval", "5", "--checkpoint-every", "1000"]
     args += [*TINY, "--mu-ref", "3000"]
     save = checkpoints.Checkpointer.__call__
+    number = getattr(signal, name)
 
-    def ctrl_c_at_step_10(self, state, host):
+    def stop_at_step_10(self, state, host):
         save(self, state, host)
         if host.history[-1]["step"] == 10:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(number)
 
-    monkeypatch.setattr(checkpoints.Checkpointer, "__call__", ctrl_c_at_step_10)
+    monkeypatch.setattr(checkpoints.Checkpointer, "__call__", stop_at_step_10)
     out, whole = tmp_path / "stopped", tmp_path / "whole"
-    before = signal.getsignal(signal.SIGINT)  # SIG_IGN when the suite runs under nohup
-    assert cli.main(["invert", "--out", str(out), *args]) == 130
+    before = signal.getsignal(number)  # SIG_IGN when the suite runs under nohup
+    assert cli.main(["invert", "--out", str(out), *args]) == status
     folder = (out / "checkpoints").absolute()
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "helmholtz-pinn invert: interrupted (SIGINT) at step 10 of 20; checkpoint in "
-        f"{folder}; continue with --resume (resume=True)"
+        f"helmholtz-pinn invert: interrupted ({name}) at step 10 of 20; checkpoint in "
+        f"{folder}; continue with --resume"
     )
     assert [p.name for p in folder.iterdir()] == ["10"] and not (out / "mu.npz").exists()
     monkeypatch.setattr(checkpoints.Checkpointer, "__call__", save)
-    assert signal.getsignal(signal.SIGINT) is before  # restored
+    assert signal.getsignal(number) is before  # restored
     assert cli.main(["invert", "--out", str(out), *args, "--resume"]) == 0
     assert cli.main(["invert", "--out", str(whole), *args]) == 0
     a, b = (np.load(o / "mu.npz")["mu"] for o in (out, whole))
@@ -119,7 +123,7 @@ def test_a_full_disk_while_checkpointing_stops_with_one_line(files, tmp_path, mo
         invert(data.load(files[0]), cfg, checkpoint_dir=folder, progress=False, devices=1)
     assert str(err.value) == (
         f"cannot write checkpoint {folder / '10'}: No space left on device; step 5 is kept: "
-        "free space and continue with --resume"
+        "free space and continue with resume=True"
     )
     assert sorted(p.name for p in folder.iterdir()) == ["5"]
 

@@ -67,7 +67,7 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         state, problem = placement.place(state0, same, plan)
         from helmholtz_pinn.fit import host_loop
 
-        state, hist = host_loop.fit(state, problem, block, cfg, progress=False)
+        state, hist = host_loop.run(state, problem, block, cfg, progress=False)
         results.append((placement.gather(state, plan), hist))
     (one, h1), (many, h4) = results
     for a, b in zip(h4, h1, strict=True):

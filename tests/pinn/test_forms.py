@@ -174,7 +174,8 @@ def test_the_pressure_comes_from_the_configured_network_with_its_gradient(where)
     f = train.evaluate_fields(state.params, state.consts, spec, x, jnp.ones(n_freq))
 
     def channels(net, xs):
-        return apply_jet(state.params[net], state.consts[net], xs, "tanh", VALUE)[0]
+        depth = spec.depth if net == "u" else spec.mu_depth
+        return apply_jet(state.params[net], state.consts[net], xs, "tanh", VALUE, depth)[0]
 
     def pressure(point):  # (2,) -> (F,) real and imaginary parts of p
         out = channels(where, point[None])[0, -2 * n_freq :]

@@ -102,7 +102,7 @@ def _poisoned(prepared, bad_calls):
 def test_divergence_rolls_back_and_lowers_the_rate(prepared):
     cfg = Config(**SMALL)
     block, calls = _poisoned(prepared, bad_calls=1)
-    state, history = host_loop.fit(init(prepared), prepared.problem, block, cfg, progress=False)
+    state, history = host_loop.run(init(prepared), prepared.problem, block, cfg, progress=False)
     assert int(state.step) == cfg.steps and len(history) == cfg.steps // cfg.sync_interval
     assert calls["lr"][:2] == pytest.approx([cfg.learning_rate, cfg.learning_rate / 2])
     assert history[-1]["retries"] == 1
@@ -111,7 +111,7 @@ def test_divergence_rolls_back_and_lowers_the_rate(prepared):
 def test_persistent_divergence_raises(prepared):
     block, _ = _poisoned(prepared, bad_calls=100)
     with pytest.raises(DivergenceError, match="diverged at step 0"):
-        host_loop.fit(init(prepared), prepared.problem, block, Config(**SMALL), progress=False)
+        host_loop.run(init(prepared), prepared.problem, block, Config(**SMALL), progress=False)
 
 
 def test_callback_stops_early(prepared):
@@ -122,7 +122,7 @@ def test_callback_stops_early(prepared):
         return True
 
     block = placement.compile_block(prepared.spec, 5, one_device(prepared))
-    state, history = host_loop.fit(
+    state, history = host_loop.run(
         init(prepared), prepared.problem, block, Config(**SMALL), callback=stop, progress=False
     )
     assert seen == [5] and len(history) == 1 and int(state.step) == 5
@@ -146,7 +146,7 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
     s0 = jax.device_get(init(prepared))
     plan = one_device(prepared, members=2, shared=True)
     block = placement.compile_block(prepared.spec, 5, plan)
-    same, _ = host_loop.fit(
+    same, _ = host_loop.run(
         train.stack_trees([s0, s0]),
         prepared.problem,
         block,

@@ -78,7 +78,7 @@ class Form:
     def __post_init__(self):
         unknown = set(self.needs) - set(NEEDS)
         if unknown:
-            raise ValueError(f"form {self.name!r} needs unknown derivatives {sorted(unknown)}")
+            raise ConfigError(f"form {self.name!r} needs unknown derivatives {sorted(unknown)}")
 
     def check(self, n_comp: int, ndim: int) -> None:
         """Refuse data the form cannot describe (clear message naming both)."""
