@@ -268,7 +268,7 @@ def placed(preps, cfg, plan):
 def bench_slices(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn.fit import inversion
+    from helmholtz_pinn.pinn.problem import prepare, shared_settings
 
     cfg = base_config(args)
     host, timings, rows = {}, {}, []
@@ -277,8 +277,8 @@ def bench_slices(args, counts) -> list[dict]:
         if s not in host:
             host.clear()  # one stack at a time on the host
             datasets = slice_datasets(args, s)
-            shared = inversion.shared_settings(datasets, cfg)
-            host[s] = [inversion.prepare(d, shared) for d in datasets]
+            shared = shared_settings(datasets, cfg)
+            host[s] = [prepare(d, shared) for d in datasets]
         return host[s]
 
     for mode, size in scaled_runs(args.members, args.members_per_device):
@@ -344,14 +344,15 @@ def bench_volumes(args, counts) -> list[dict]:
     import jax
 
     from helmholtz_pinn.errors import DeviceMemoryError
-    from helmholtz_pinn.fit import inversion, memory
+    from helmholtz_pinn.fit import memory
     from helmholtz_pinn.pinn import train
+    from helmholtz_pinn.pinn.problem import prepare
 
     cfg = base_config(args)
     rows = []
     for n_edge in args.volumes:
         ds = volume_dataset(args, n_edge)
-        prep = inversion.prepare(ds, cfg)
+        prep = prepare(ds, cfg)
         voxels = n_edge**3
         problem_bytes = voxels * memory.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
         size = {"grid": [n_edge] * 3, "voxels": voxels, "problem_mb": problem_bytes / 2**20}

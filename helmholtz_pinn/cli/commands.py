@@ -235,15 +235,31 @@ def _baseline(args) -> int:
 
 
 def _summary(facts: dict, out: Path) -> None:
-    keys = ("steps", "wall_time_s", "median_rel_error_storage", "pearson_r_storage")
-    shown = ", ".join(f"{k}={facts[k]:.4g}" for k in keys if isinstance(facts.get(k), float))
-    print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {shown}")
+    print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {_accuracy_line(facts)}")
     for note in facts.get("notes", []):
         print(f"note: {cli_voice(note)}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
             message = cli_voice(c["message"])
             print(f"warning: {out}: fit quality: {c['name']}: {message}", file=sys.stderr)
+
+
+def _accuracy_line(facts: dict) -> str:
+    """Steps and time, and where the truth is known the median G' and G'' errors, R and
+    the contrast of each target beside them (a median over mostly background voxels
+    flatters any method)."""
+    parts = [f"{facts['steps']} steps"] if isinstance(facts.get("steps"), int) else []
+    if isinstance(facts.get("wall_time_s"), float):
+        parts.append(f"{facts['wall_time_s']:.1f} s")
+    for key, name in (("median_rel_error_storage", "G'"), ("median_rel_error_loss", "G''")):
+        if isinstance(facts.get(key), float):
+            parts.append(f"median {name} error {facts[key]:.1%}")
+    if isinstance(facts.get("pearson_r_storage"), float):
+        parts.append(f"R {facts['pearson_r_storage']:.3f}")
+    contrast = {k: v for k, v in (facts.get("contrast_transfer") or {}).items() if v is not None}
+    if contrast:
+        parts.append("contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in contrast.items()))
+    return "; ".join(parts)
 
 
 def cli_voice(message: str) -> str:

@@ -26,19 +26,9 @@ from helmholtz_pinn.assess import fit_checks, input_checks, metrics
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import checkpoints, chunks, host_loop
-from helmholtz_pinn.fit.chunks import to_grid  # noqa: F401  (re-exported)
 from helmholtz_pinn.io.dataset import Dataset, unit_amplitude, z_slices
 from helmholtz_pinn.pinn import problem, train
-from helmholtz_pinn.pinn.problem import (  # noqa: F401  (re-exported: the library's names)
-    Prepared,
-    field_of_view,
-    field_weights,
-    grid_coordinates,
-    prepare,
-    reference_modulus,
-    shared_settings,
-    wave_cycles,
-)
+from helmholtz_pinn.pinn.problem import Prepared, shared_settings
 from helmholtz_pinn.report.records import RunFacts
 from helmholtz_pinn.report.result import Result, make_result
 
@@ -312,9 +302,12 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
         f"{u}: deleted; resumed from an older one" for u in facts.get("unreadable_checkpoints", [])
     ]
     if facts.get("resumed_from_step") is not None:
-        done = facts.get("chunks_already_done")
+        done, step = facts.get("chunks_already_done"), facts["resumed_from_step"]
+        where = (
+            f"of {planned}" if step < planned else f"(at or past steps={cfg.steps}: no training)"
+        )
         notes.append(
-            f"resumed from step {facts['resumed_from_step']} of {planned} ({facts['resumed_from']})"
+            f"resumed from step {step} {where} ({facts['resumed_from']})"
             + (f"; {done} of {facts['chunks']} chunks were finished already" if done else "")
         )
     elif facts.get("no_checkpoint_in"):

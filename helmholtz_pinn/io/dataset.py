@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helmholtz_pinn.errors import DatasetError
+from helmholtz_pinn.errors import DatasetError, OutputError
 from helmholtz_pinn.io.validation import (
     check_affine,
     check_mask,
@@ -129,8 +129,24 @@ class Dataset:
 # --- files ---
 
 
+# Names a required key is often stored under, for the hint of a missing key.
+KEY_ALIASES = {
+    "u": ("displacement", "wave", "field", "data", "u_complex"),
+    "frequency": ("freq", "freqs", "frequencies", "f", "f_hz", "frequency_hz", "omega"),
+    "spacing": ("voxel_size", "voxelsize", "dx", "h", "pixdim", "resolution", "spacing_m"),
+}
+
+
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
     """All arrays of an ``.npz`` file, read eagerly; file problems -> DatasetError."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head[:2] != b"PK":  # every .npz is a zip archive
+        what = "a .npy array" if head == b"\x93NUM" else "not a zip archive"
+        raise DatasetError(
+            f"{path} is not an .npz file ({what}): expected a NumPy .npz archive, as "
+            "hp.save or helmholtz-pinn convert write (docs/data-format.md)"
+        )
     try:
         npz = np.load(path, allow_pickle=False)
     except _UNREADABLE as exc:
@@ -189,8 +205,12 @@ def load(path: str | Path) -> Dataset:
     arrays = _read_npz(path)
     missing = [k for k in REQUIRED_KEYS if k not in arrays]
     if missing:
+        key = missing[0]
+        near = [k for k in arrays if k.lower() in KEY_ALIASES.get(key, ())]
+        rename = f"rename {near[0]!r} to {key!r}; " if near else ""
         raise DatasetError(
-            f"{path}: missing required key {missing[0]!r}; found keys {sorted(arrays)}"
+            f"{path}: missing required key {key!r}; found keys {sorted(arrays)}; {rename}"
+            f"the keys and units are in docs/data-format.md"
         )
     try:
         u = _expand_bare_u(arrays["u"], arrays["spacing"])
@@ -246,7 +266,9 @@ def save(dataset: Dataset, path: str | Path) -> Path:
 
     Writes exactly the contract keys; ``mu``, ``regions`` and ``affine`` are omitted
     when None.
-    ``load(save(d, p))`` reproduces every field (values and dtypes) exactly.
+    ``load(save(d, p))`` reproduces every field (values and dtypes) exactly. The file is
+    written beside and renamed into place; a failed write (a full disk) raises
+    OutputError and leaves ``path`` as it was.
     """
     path = Path(path)
     if not path.name.lower().endswith(".npz"):
@@ -261,8 +283,17 @@ def save(dataset: Dataset, path: str | Path) -> Path:
         "rho": np.float64(dataset.rho),
         "affine": dataset.affine,
     }
-    with open(path, "wb") as f:  # a file object: np.savez never renames it
-        np.savez(f, **{k: v for k, v in arrays.items() if v is not None})
+    tmp = path.with_name(path.name + ".partial")
+    try:  # written beside, then renamed: a failed write leaves no truncated .npz
+        with open(tmp, "wb") as f:  # a file object: np.savez never renames it
+            np.savez(f, **{k: v for k, v in arrays.items() if v is not None})
+        tmp.replace(path)
+    except OSError as err:
+        raise OutputError(
+            f"cannot write {path}: {err.strerror or err}; nothing was written there"
+        ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -233,38 +233,47 @@ def wave_figure(
     *,
     spacing: Sequence[float] | None = None,
     mask: np.ndarray | None = None,
-    component: int = 0,
+    component: int | None = 0,
     fig: Figure | None = None,
 ) -> Figure:
-    """Wave field of one component: real part (top row) and magnitude (bottom row) for
-    each frequency.
+    """Wave field: of one ``component``, real part (top row) and magnitude (bottom row)
+    for each frequency; of every component (``component=None``), the real part of each
+    (one row per component).
 
     Args:
       u: complex displacement ``(F, C, *grid)``, any length unit (shown as is).
       frequency: drive frequency of each field, Hz, ``(F,)``.
       spacing: voxel size in m (axes in mm); None labels the axes in voxels.
       mask: bool ``grid``; voxels outside it are blank.
-      component: which displacement component to show.
+      component: which displacement component to show; None: all, real parts.
       fig: draw into this figure (see the module docstring).
     """
     u = np.asarray(u)
     if u.ndim < 4 or not np.iscomplexobj(u):
         raise InputError(f"u must be complex with shape (F, C, *grid); got {u.dtype} {u.shape}")
-    if not 0 <= component < u.shape[1]:
-        raise InputError(f"component must be in 0..{u.shape[1] - 1}; got {component}")
+    if component is not None and not 0 <= component < u.shape[1]:
+        raise InputError(f"component must be in 0..{u.shape[1] - 1} or None; got {component}")
     n_f = u.shape[0]
     where = _extent(u.shape[2:], spacing)
+    rows = [("Re", c) for c in range(u.shape[1])] if component is None else [
+        ("Re", component), ("abs", component)]  # fmt: skip
     with _style():
-        fig = _figure(fig, 2, n_f)
-        axes = fig.subplots(2, n_f, squeeze=False)
+        fig = _figure(fig, len(rows), n_f)
+        axes = fig.subplots(len(rows), n_f, squeeze=False)
         for f in range(n_f):
-            field = u[f, component]
-            shown = np.abs(field) if mask is None else np.abs(field)[mask]
-            amp = float(np.max(shown)) if shown.size and np.max(shown) > 0 else 1.0
-            at = f"at {float(frequency[f]):g} Hz, component {component}"
-            re, mag = _section(field.real, mask), _section(np.abs(field), mask)
-            _panel(axes[0, f], re, f"Re u {at}", CMAP_WAVE, "Re u (data unit)", where, -amp, amp)
-            _panel(axes[1, f], mag, f"|u| {at}", CMAP_MAGNITUDE, "|u| (data unit)", where, 0, amp)
+            for r, (part, c) in enumerate(rows):
+                field = u[f, c]
+                shown = np.abs(field) if mask is None else np.abs(field)[mask]
+                amp = float(np.max(shown)) if shown.size and np.max(shown) > 0 else 1.0
+                at = f"at {float(frequency[f]):g} Hz, component {c}"
+                if part == "Re":
+                    image = _section(field.real, mask)
+                    _panel(axes[r, f], image, f"Re u {at}", CMAP_WAVE, "Re u (data unit)",
+                           where, -amp, amp)  # fmt: skip
+                else:
+                    image = _section(np.abs(field), mask)
+                    _panel(axes[r, f], image, f"|u| {at}", CMAP_MAGNITUDE, "|u| (data unit)",
+                           where, 0, amp)  # fmt: skip
         _note(fig, u.shape[2:])
     return fig
 
@@ -531,10 +540,18 @@ def save_all(
     out = Path(out)
     figs = {
         "wave.png": wave_figure(
-            dataset.u, dataset.frequency, spacing=dataset.spacing, mask=dataset.mask, fig=Figure()
+            dataset.u,
+            dataset.frequency,
+            spacing=dataset.spacing,
+            mask=dataset.mask,
+            component=None if dataset.n_comp > 1 else 0,
+            fig=Figure(),
         ),
         "modulus.png": modulus_figure(result.mu, dataset, fig=Figure()),
     }
+    method = getattr(result, "metrics", {}).get("method")
+    if method is not None:  # a classical baseline: the figure names it
+        figs["modulus.png"].suptitle(f"{method} baseline (not the PINN)")
     if result.history:
         figs["loss.png"] = loss_figure(result.history, fig=Figure())
     if "wave_misfit" in getattr(result, "metrics", {}):

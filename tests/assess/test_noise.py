@@ -13,6 +13,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import inversion
 from helmholtz_pinn.forward import phantoms
+from helmholtz_pinn.pinn.problem import prepare
 
 
 def _oblique_wave(voxels_per_wavelength, shape=(60, 70)):
@@ -53,10 +54,10 @@ def test_weights_silence_noise_only_and_numerically_zero_components():
     shape = data.u[:, :1].shape
     noise = 0.1 * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
     cfg = Config()
-    prep = inversion.prepare(_with_third(data, noise), cfg)
+    prep = prepare(_with_third(data, noise), cfg)
     w_noise, rms = prep.problem.weight, prep.u_scale
-    w_tiny = inversion.prepare(_with_third(data, 1e-14 * data.u[:, :1]), cfg).problem.weight
-    w_zero = inversion.prepare(_with_third(data, 0 * data.u[:, :1]), cfg)
+    w_tiny = prepare(_with_third(data, 1e-14 * data.u[:, :1]), cfg).problem.weight
+    w_zero = prepare(_with_third(data, 0 * data.u[:, :1]), cfg)
     # clean components sit at the noise floor (a fraction of the strongest RMS), so they
     # weigh by their power; the noise-only one (n ~ 1) weighs ~floor^2 = 1e-3
     power = (rms[:, :2] / rms[:, :2].max(axis=1, keepdims=True)) ** 2
@@ -64,7 +65,7 @@ def test_weights_silence_noise_only_and_numerically_zero_components():
     assert np.all(w_noise[:, 2] < 0.02)
     assert np.all(w_tiny[:, 2] < 1e-20)  # clean but 1e-14 of the others: the floor decides
     assert np.all(w_zero.problem.weight[:, 2] == 0) and np.all(np.isfinite(w_zero.problem.u))
-    uniform = inversion.prepare(_with_third(data, noise), cfg.replace(weighting="uniform"))
+    uniform = prepare(_with_third(data, noise), cfg.replace(weighting="uniform"))
     assert np.all(uniform.problem.weight == 1)
 
 
@@ -72,7 +73,7 @@ def test_a_frequency_without_signal_is_refused():
     data = plane_wave_dataset(n=16)
     dead = dataclasses.replace(data, u=data.u * np.array([1.0, 0.0])[:, None, None, None])
     with pytest.raises(InputError, match="zero in the mask for every component at \\[90.0\\]"):
-        inversion.prepare(dead, Config())
+        prepare(dead, Config())
 
 
 def test_a_noise_only_component_does_not_pull_the_modulus():

@@ -80,3 +80,21 @@ def test_input_errors_answer_before_jax_is_imported(tmp_path):
     assert proc.stdout.split() == ["2", "False"], proc.stderr
     assert proc.stderr.count("\n") == 1 and "missing.npz" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_summary_shows_contrast_and_loss_modulus_beside_the_median():
+    from helmholtz_pinn.cli.commands import _accuracy_line
+
+    facts = {
+        "steps": 3000,
+        "wall_time_s": 35.2,
+        "median_rel_error_storage": 0.0418,
+        "median_rel_error_loss": 0.2,
+        "pearson_r_storage": 0.879,
+        "contrast_transfer": {"2": 0.98, "3": 0.5, "4": None},
+    }
+    assert _accuracy_line(facts) == (
+        "3000 steps; 35.2 s; median G' error 4.2%; median G'' error 20.0%; R 0.879; "
+        "contrast 2: 0.98, 3: 0.50"
+    )
+    assert _accuracy_line({"steps": 10}) == "10 steps"  # no truth: no accuracy

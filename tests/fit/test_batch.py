@@ -19,6 +19,7 @@ from helmholtz_pinn.fit import inversion
 from helmholtz_pinn.io.dataset import Dataset, z_slices
 from helmholtz_pinn.pinn import forms, scaling, train
 from helmholtz_pinn.pinn.model import FourierMLP, apply_jet
+from helmholtz_pinn.pinn.problem import reference_modulus, shared_settings, wave_cycles
 
 N, H, FREQS = 12, 1.5e-3, (60.0, 90.0)
 RTOL = 2e-5
@@ -106,10 +107,10 @@ def test_invert_many_refuses_mixed_grids(slices):
 
 
 def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
-    cfg = inversion.shared_settings(slices, Config(**{**SMALL, "mu_ref": None}))
-    estimates = [inversion.reference_modulus(d, Config()) for d in slices]
+    cfg = shared_settings(slices, Config(**{**SMALL, "mu_ref": None}))
+    estimates = [reference_modulus(d, Config()) for d in slices]
     assert cfg.mu_ref == pytest.approx(np.median(estimates))
-    cycles = max(inversion.wave_cycles(d, cfg.mu_ref) for d in slices)
+    cycles = max(wave_cycles(d, cfg.mu_ref) for d in slices)
     assert cfg.sigma_u == pytest.approx(1.0 * cycles)  # 2-D slices: factor 1
 
 
@@ -124,10 +125,10 @@ def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
         spacing=np.append(slices[0].spacing, slices[0].spacing[0]),
     )
     base = Config(**{**SMALL, "mu_ref": 3000.0})
-    cycles = inversion.wave_cycles(volume, 3000.0)
-    auto = inversion.shared_settings([volume], base)
+    cycles = wave_cycles(volume, 3000.0)
+    auto = shared_settings([volume], base)
     assert auto.sigma_u == pytest.approx(problem.SIGMA_FACTOR_U_3D * cycles)
-    given = inversion.shared_settings([volume], base.replace(sigma_factor_u=0.6))
+    given = shared_settings([volume], base.replace(sigma_factor_u=0.6))
     assert given.sigma_u == pytest.approx(0.6 * cycles)
 
 
@@ -144,7 +145,7 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
         return dataclasses.replace(d, u=phantoms.add_noise(d.u, db, 0))
 
     base = Config(**{**SMALL, "mu_ref": 3000.0})
-    cycles = inversion.wave_cycles(slices[0], 3000.0)
+    cycles = wave_cycles(slices[0], 3000.0)
     assert problem.best_noise(slices[0]) < 0.01
     assert 0.25 < problem.best_noise(noisy(slices[0], -10.0)) < 0.35  # 10^(-10/20) = 0.32
     for data, factor in [
@@ -153,14 +154,14 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
         ([noisy(slices[0], -10.0)], problem.SIGMA_FACTOR_U_3D),
         ([slices[0], noisy(slices[1], -10.0)], problem.SIGMA_FACTOR_U_3D),
     ]:
-        cfg = inversion.shared_settings(data, base)
+        cfg = shared_settings(data, base)
         assert cfg.sigma_factor_u == factor
         assert cfg.sigma_u == pytest.approx(factor * cycles)
     loud = [noisy(slices[0], -10.0)]
-    assert inversion.shared_settings(loud, base.replace(sigma_factor_u=0.8)).sigma_u == (
+    assert shared_settings(loud, base.replace(sigma_factor_u=0.8)).sigma_u == (
         pytest.approx(0.8 * cycles)
     )
-    assert inversion.shared_settings(loud, base.replace(sigma_u=7.0)).sigma_u == 7.0
+    assert shared_settings(loud, base.replace(sigma_u=7.0)).sigma_u == 7.0
     res = inversion.invert(loud[0], base, progress=False)  # what metrics.json says
     assert res.metrics["sigma_factor_u"] == problem.SIGMA_FACTOR_U_3D
     assert any(n.startswith("noisy 2-D data") for n in res.metrics["notes"])

@@ -277,3 +277,13 @@ def test_a_stop_signal_writes_a_final_checkpoint_and_resume_equals_the_whole_fit
     assert sorted(p.name for p in folder.iterdir() if p.name.isdigit()) == ["5"]
     resumed = invert(data, CFG, checkpoint_dir=folder, resume="strict", **RUN)
     np.testing.assert_array_equal(resumed.mu, finished[1])
+
+
+def test_a_resume_with_fewer_steps_than_done_says_so(data, finished, tmp_path):
+    """--resume --steps 5 on a run that reached step 10: the checkpoint's fit comes back
+    and the note does not say "step 10 of 5"."""
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    res = invert(data, CFG.replace(steps=5), checkpoint_dir=folder, resume=True, **RUN)
+    note = [n for n in res.metrics["notes"] if n.startswith("resumed from step 10")]
+    assert note and "(at or past steps=5: no training)" in note[0]
+    np.testing.assert_array_equal(res.mu, finished[1])

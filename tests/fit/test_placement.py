@@ -14,8 +14,10 @@ from settings import SMALL, plane_wave_volume, volume
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
 from helmholtz_pinn.fit import inversion, memory, placement
+from helmholtz_pinn.fit.chunks import to_grid
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn.problem import prepare
 
 H, FREQS = 1.5e-3, (60.0, 90.0)
 RTOL = 2e-5
@@ -35,10 +37,10 @@ def test_data_parallel_full_batch_equals_single_device_3d(four_devices):
     for a, b in zip(many.history, one.history, strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=RTOL)
     # the final map is evaluated in chunks: a small chunk gives the same map
-    prep = inversion.prepare(ds, cfg)
+    prep = prepare(ds, cfg)
     state = train.TrainState(one.params, one.consts, None, None, None)
     _, mu_nd = train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio, chunk=64)
-    np.testing.assert_allclose(inversion.to_grid(mu_nd, ds) * 3000.0, one.mu, rtol=1e-6)
+    np.testing.assert_allclose(to_grid(mu_nd, ds) * 3000.0, one.mu, rtol=1e-6)
 
 
 def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
@@ -51,7 +53,7 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         spacing=np.array([H, H]),
     )
     cfg = Config(**SMALL)
-    prep = inversion.prepare(ds, cfg)
+    prep = prepare(ds, cfg)
     same = prep.problem._replace(
         x=np.repeat(prep.problem.x[5:6], 144, 0), u=np.repeat(prep.problem.u[5:6], 144, 0)
     )
@@ -77,7 +79,7 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
 
 
 def test_member_layout_splits_the_member_axis(four_devices):
-    prep = inversion.prepare(volume(), Config(**SMALL))
+    prep = prepare(volume(), Config(**SMALL))
     seeds = [train.init_state(prep.spec, s, 1.0, 1.0, 1e-3) for s in range(8)]
     state = train.stack_trees(seeds)
     plan = placement.Placement(tuple(four_devices), members=8)
@@ -159,7 +161,7 @@ def test_memory_check_refuses_with_a_clear_message(monkeypatch):
 def test_bytes_per_voxel_matches_the_problem():
     """x float32 (d) + u complex64 (F C): 3-D, F = C = 3 is 84 bytes per voxel."""
     assert memory.bytes_per_voxel(3, 3, 3) == 84
-    prep = inversion.prepare(volume(), Config(**SMALL))
+    prep = prepare(volume(), Config(**SMALL))
     assert prep.problem.x.nbytes + prep.problem.u.nbytes == 210 * memory.bytes_per_voxel(3, 1, 1)
 
 

@@ -181,9 +181,11 @@ def test_non_npz_content(tmp_path):
     (tmp_path / "text.npz").write_text("u,frequency\n1,2\n")
     np.save(tmp_path / "array.npy", np.ones(3))
     (tmp_path / "array.npy").rename(tmp_path / "array.npz")
-    for name in ("text.npz", "array.npz"):
-        with pytest.raises(DatasetError, match=name):
+    for name, what in (("text.npz", "not a zip archive"), ("array.npz", "a .npy array")):
+        with pytest.raises(DatasetError, match=name) as err:
             load(tmp_path / name)
+        assert f"is not an .npz file ({what})" in str(err.value)
+        assert "pickle" not in str(err.value)
 
 
 def test_truncated_file(tmp_path, rng):
@@ -312,3 +314,36 @@ def test_the_stored_example_loads_and_unknown_names_are_listed():
         DatasetError, match="unknown example 'nope'; valid names: " + next(iter(EXAMPLES))
     ):
         example("nope")
+
+
+def test_a_failed_write_leaves_no_truncated_file(tmp_path, monkeypatch):
+    """A full disk half-way through ``save`` (convert and simulate write through it):
+    one OutputError line, and the earlier file at the path is untouched."""
+    import errno
+
+    from helmholtz_pinn.errors import OutputError
+    from helmholtz_pinn.io import dataset as ds
+
+    good = ds.example("elastic-two-ellipse-slice")
+    path = ds.save(good, tmp_path / "d.npz")
+    before = path.read_bytes()
+    real = np.savez
+
+    def half_then_full(f, **arrays):
+        real(f, u=arrays["u"])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", half_then_full)
+    with pytest.raises(OutputError, match="No space left on device"):
+        ds.save(good, path)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["d.npz"]
+
+
+def test_a_key_under_a_common_other_name_gets_a_rename_hint(tmp_path):
+    path = tmp_path / "freq.npz"
+    np.savez(path, u=np.ones((1, 1, 4, 4), complex), freq=[60.0], spacing=[1e-3, 1e-3])
+    with pytest.raises(DatasetError) as err:
+        load(path)
+    message = str(err.value)
+    assert "missing required key 'frequency'" in message
+    assert "rename 'freq' to 'frequency'" in message and "docs/data-format.md" in message

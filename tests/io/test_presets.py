@@ -134,3 +134,16 @@ def test_cli_choices_match_the_library():
     choices = {a.dest: a.choices for a in convert_parser._actions}
     assert tuple(choices["phase"]) == PHASE_MODES
     assert tuple(choices["preset"]) == tuple(PRESETS)
+
+
+def test_every_conversion_gives_complex64(tmp_path):
+    """convert returns complex64 whatever the source holds (here a complex128 field)."""
+    import scipy.io
+
+    from helmholtz_pinn.io.convert import convert
+
+    rng = np.random.default_rng(0)
+    plain = tmp_path / "plain.mat"
+    scipy.io.savemat(plain, {"U": (rng.normal(size=(5, 7, 2)) + 1j).astype(np.complex128)})
+    a = convert(plain, variable="U", axes="xyc", frequency=[60], spacing=[1, 1], spacing_unit="mm")
+    assert a.u.dtype == np.complex64

@@ -12,6 +12,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 from helmholtz_pinn.fit import host_loop, inversion, placement
 from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn.problem import prepare
 
 
 def init(prep, seed=0, lr=1e-3):
@@ -24,12 +25,12 @@ def one_device(prep, members=0, shared=False):
 
 @pytest.fixture(scope="module")
 def prepared():
-    return inversion.prepare(plane_wave_dataset(), Config(**SMALL))
+    return prepare(plane_wave_dataset(), Config(**SMALL))
 
 
 @pytest.mark.parametrize("pde", ["helmholtz", "hetero"])
 def test_scan_block_equals_single_steps(pde):
-    prep = inversion.prepare(plane_wave_dataset(), Config(**SMALL, pde=pde))
+    prep = prepare(plane_wave_dataset(), Config(**SMALL, pde=pde))
     state0 = init(prep)
     blocked, losses = placement.compile_block(prep.spec, 5, one_device(prep))(state0, prep.problem)
     step = jax.jit(train.train_step, static_argnums=2)
@@ -51,18 +52,18 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
     step count and learning rate reuses it (same object, no new cache entry)."""
     ds = plane_wave_dataset()
     inversion.invert(ds, Config(**SMALL), progress=False)
-    prep = inversion.prepare(ds, Config(**SMALL))
+    prep = prepare(ds, Config(**SMALL))
     block = placement.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
     size = block._cache_size()
     assert size >= 1  # compiled by the first fit
     other = Config(**{**SMALL, "seed": 3, "steps": 15, "learning_rate": 5e-4})
     inversion.invert(ds, other, progress=False)
     again = placement.compile_block(
-        inversion.prepare(ds, other).spec, SMALL["sync_interval"], one_device(prep)
+        prepare(ds, other).spec, SMALL["sync_interval"], one_device(prep)
     )
     assert again is block and block._cache_size() == size
     # a change of the program (network width) is a new entry: the test can fail
-    wider = inversion.prepare(ds, Config(**{**SMALL, "width": 24})).spec
+    wider = prepare(ds, Config(**{**SMALL, "width": 24})).spec
     assert placement.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
 
 
@@ -282,7 +283,7 @@ def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program()
 def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
     """The PDE loss with a margin is the PDE loss over the interior rows alone; the data
     loss still covers every row (16 x 16 plane waves, margin 3: 10 x 10 interior)."""
-    prep = inversion.prepare(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
+    prep = prepare(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
     problem, (params, consts) = prep.problem, init(prep)[:2]
     inner = np.asarray(problem.pde) > 0
     assert inner.sum() == 100 and problem.pde.shape == (256,)

@@ -327,3 +327,15 @@ def test_saving_clears_an_earlier_runs_results_but_not_other_files(tmp_path):
     removed = files.clear_results(out)
     assert sorted(removed) == ["failure.json", "maps/storage_Pa_60Hz.nii.gz", "uncertainty.png"]
     assert (out / "notes.txt").read_text() == "old" and not (out / "uncertainty.png").exists()
+
+
+def test_a_three_component_wave_figure_shows_every_component():
+    from matplotlib.figure import Figure
+
+    from helmholtz_pinn.io.dataset import example
+
+    ds = example("elastic-two-ellipse-slice")
+    fig = figures.wave_figure(ds.u, ds.frequency, spacing=ds.spacing, component=None, fig=Figure())
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == ds.n_comp * ds.n_freq
+    assert {t.rsplit("component ", 1)[1] for t in titles} == {"0", "1", "2"}
