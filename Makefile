@@ -29,7 +29,7 @@ CPU_DEMO ?= --steps 3000 --width 64 --mu-width 32 --n-features 64 --batch-size 1
 demo: $(STAMP)
 	@if $(BIN)/python -c "import jax, sys; sys.exit(jax.default_backend() == 'cpu')"; then \
 		args=""; else args="$(CPU_DEMO)"; echo "no GPU found: CPU-sized demo ($$args)"; fi; \
-	$(BIN)/helmholtz-pinn invert --out $(OUT) $$args
+	$(BIN)/helmholtz-pinn invert --out $(OUT) --overwrite $$args
 	@echo "results in $(OUT)/ (mu.npz in Pa, metrics.json, *.png)"
 
 ## Install the package with test tools and run the test suite (CPU).

@@ -71,3 +71,17 @@ class Interrupted(HelmholtzPinnError):
     @property
     def exit_status(self) -> int:
         return {"SIGINT": 130, "SIGTERM": 143}.get(self.signal_name, 130)
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first caller outside this package (the user's
+    line that called ``invert``, not a line of the library)."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    level, frame = 2, sys._getframe(1)  # stacklevel 2: the caller of warn
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

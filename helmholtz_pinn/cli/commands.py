@@ -207,29 +207,21 @@ def _invert(args, datasets: list, paths: list) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from helmholtz_pinn.report.folder_lock import FolderLock
-
-    _check_not_overwriting(args.out, args)
-    with FolderLock(args.out):
-        return _baseline(args)
-
-
-def _baseline(args) -> int:
     from helmholtz_pinn.assess import input_checks
     from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import result
+    from helmholtz_pinn.report.folder_lock import FolderLock
 
-    dataset = data.load(args.data)
+    _check_not_overwriting(args.out, args)
+    dataset = data.load(args.data)  # refused input leaves no output folder
     notes = input_checks.check(data.unit_amplitude(dataset)[0], force=args.force)
     keys = ("smoothing", "sigma", "sigma_mm", "window")
-    res = result.baseline_result(
-        dataset,
-        args.method,
-        margin=args.metric_margin,
-        **{k: getattr(args, k) for k in keys},
-    )
-    res.metrics["notes"] = res.metrics.get("notes", []) + notes
-    res.save(args.out)
+    with FolderLock(args.out):
+        res = result.baseline_result(
+            dataset, args.method, margin=args.metric_margin, **{k: getattr(args, k) for k in keys}
+        )
+        res.metrics["notes"] = res.metrics.get("notes", []) + notes
+        res.save(args.out)
     _summary(res.metrics, args.out)
     return 0
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from helmholtz_pinn.assess import fit_checks, input_checks, metrics
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.errors import InputError, warn
 from helmholtz_pinn.fit import checkpoints, chunks, host_loop
 from helmholtz_pinn.io.dataset import Dataset, unit_amplitude, z_slices
 from helmholtz_pinn.pinn import problem, train
@@ -170,14 +169,14 @@ def _kept_members(run: dict, cfg: Config) -> list[int]:
 def _note_and_warn(run: dict, note: str) -> None:
     """Add ``note`` to the run facts' notes and warn it (FitQualityWarning)."""
     run["notes"] = [*run.get("notes", []), note]
-    warnings.warn(note, fit_checks.FitQualityWarning, stacklevel=4)
+    warn(note, fit_checks.FitQualityWarning)
 
 
 def _warn_short(result: Result) -> Result:
     """Warn (FitQualityWarning) once per call for a short-run note of ``result``."""
     for note in result.metrics.get("notes", []):
         if note.startswith(SHORT_RUN):
-            warnings.warn(note, fit_checks.FitQualityWarning, stacklevel=3)
+            warn(note, fit_checks.FitQualityWarning)
     return result
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +183,7 @@ def make_result(
     scored) are recorded in the facts. The fit-quality checks use the whole mask."""
     from helmholtz_pinn.assess import clinical, fit_checks, metrics
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.errors import warn
 
     mu, mu_std = member_stats(np.asarray(mus))
     margin = getattr(config, "metric_margin", 0) if margin is None else margin
@@ -205,7 +205,7 @@ def make_result(
     for check in facts["fit_quality"]:
         if not check["passed"]:
             message = f"fit quality: {check['name']}: {check['message']}"
-            warnings.warn(message, fit_checks.FitQualityWarning, stacklevel=2)
+            warn(message, fit_checks.FitQualityWarning)
     return Result(
         mu=mu,
         u_fit=u_fit,

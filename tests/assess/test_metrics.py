@@ -306,7 +306,7 @@ def test_collapsed_modulus_fails_range_and_ahi_checks():
     checks = by_name(fit_quality(np.full((2, *GRID), 19.0 + 5j), MASK, 3000.0, **GOOD))
     assert not checks["modulus_range"]["passed"]
     assert checks["modulus_range"]["value"] == 1.0 and checks["modulus_range"]["threshold"] == 0.5
-    assert "--sigma-factor-u" in checks["modulus_range"]["message"]
+    assert "sigma_factor_u=" in checks["modulus_range"]["message"]
     assert not checks["ahi_agreement"]["passed"]
     assert checks["ahi_agreement"]["value"] == pytest.approx(19.0 / 2900.0)
     assert checks["ahi_agreement"]["threshold"] == [0.5, 2.0]

@@ -8,9 +8,11 @@ import sys
 import textwrap
 
 import pytest
+from settings import plane_wave_dataset
 
 from helmholtz_pinn.cli.commands import cli_voice, main
 from helmholtz_pinn.cli.parser import config_from, parse_args
+from helmholtz_pinn.io.dataset import save
 
 
 def test_pde_auto_is_accepted_and_is_the_default():
@@ -52,13 +54,14 @@ def test_a_folder_held_by_another_run_is_refused_with_its_pid(tmp_path, capsys):
             time.sleep(60)
         """
     )
+    data = save(plane_wave_dataset(n=12), tmp_path / "d.npz")
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-c", hold, str(out)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout.readline().strip() == "held"
-        code = main(["baseline", str(tmp_path / "missing.npz"), "--out", str(out)])
+        code = main(["baseline", str(data), "--out", str(out)])
         err = capsys.readouterr().err
         assert code == 2 and f"in use by process {proc.pid}" in err and err.count("\n") == 1
     finally:

@@ -62,3 +62,11 @@ def test_the_amplitude_of_u_does_not_change_the_map(scale):
     np.testing.assert_allclose(res.mu, base.mu, rtol=1e-5)
     np.testing.assert_allclose(res.u_fit / scale, base.u_fit, rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(res.dataset.u, big.u)
+
+
+def test_warnings_point_at_the_users_call():
+    """A fit-quality warning is attributed to the line that called invert (this file),
+    not to a line of the library."""
+    with pytest.warns(FitQualityWarning) as record:
+        inversion.invert(plane_wave_dataset(n=12), Config(**SMALL), progress=False, devices=1)
+    assert {w.filename for w in record} == {__file__}

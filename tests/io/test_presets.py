@@ -44,7 +44,7 @@ def test_bioqic_v5_struct_known_harmonic(tmp_path, rng):
     d = convert(path, preset="bioqic")
     np.testing.assert_allclose(d.u, u, atol=1e-10)
     # MATLAB phase_unwrap_noipd(5, 7, 1, :, 3, 2) -> u[f=1, c=2, 4, 6, 0]
-    assert abs(d.u[1, 2, 4, 6, 0] - u[1, 2, 4, 6, 0]) < 1e-10
+    assert abs(d.u[1, 2, 4, 6, 0] - u[1, 2, 4, 6, 0]) < 1e-6  # complex64
     np.testing.assert_array_equal(d.frequency, [30.0, 50.0])
     np.testing.assert_allclose(d.spacing, [1.5e-3, 2e-3, 2.5e-3])  # rows dy, columns dx
     assert d.affine is None
@@ -94,7 +94,7 @@ def test_bioqic_errors_name_the_missing_pieces(tmp_path, rng):
     phase = _mdev_phase(_harmonic(rng, components=3, freqs=2))
     path = tmp_path / "p.mat"
     scipy.io.savemat(path, {"phase_unwrapped": phase, "info": {"dx_m": 2e-3, "dy_m": 1e-3}})
-    with pytest.raises(DatasetError, match=r"not \['info.dz_m'\].*--spacing"):
+    with pytest.raises(DatasetError, match=r"not \['info.dz_m'\].*spacing="):
         convert(path, preset="bioqic", frequency=[30, 50])
     d = convert(path, preset="bioqic", frequency=[30, 50], spacing=[1, 2, 3], spacing_unit="mm")
     np.testing.assert_allclose(d.spacing, [1e-3, 2e-3, 3e-3])
