@@ -130,8 +130,6 @@ def convert(
         the wave field) by :func:`helmholtz_pinn.io.masks.from_magnitude`; not with a mask
         variable in the file. None: the file's ``mask`` variable, else every voxel.
 
-    ``u`` is complex64 from every kind of input (the precision the fit works in).
-
     A NIfTI input sets the dataset's ``affine`` (:func:`grid_affine`: the header's, in
     mm, for the grid axes); a MATLAB input has none.
 
@@ -176,7 +174,7 @@ def convert(
     u, values = _squeeze_single_slice(u, values)
     mask = _mask(mask_from, magnitude, mask, axes, paths[0], u.ndim)
     return Dataset(
-        u=u.astype(np.complex64),  # one dtype from every source: the fit's precision
+        u=u,
         frequency=_resolve_frequency(frequency, file_freq, u.shape[0], paths[0]),
         spacing=_check_spacing(values, u.ndim - 2),
         mask=mask,

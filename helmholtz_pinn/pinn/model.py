@@ -25,7 +25,9 @@ from helmholtz_pinn.errors import InputError
 
 HIGHEST = jax.lax.Precision.HIGHEST
 VALUE, GRAD, LAP, HESS = 0, 1, 2, 3  # jet orders: value; + gradient; + Laplacian; + d_i d_j
-STACK_MAX_POINTS = 1024  # apply_pair's "auto" layout stacks both networks up to this many points
+# apply_pair's "auto" layout stacks both networks up to this many points (the measured
+# crossover on a GPU: docs/performance.md)
+STACK_MAX_POINTS = 700
 # Up to this many points a jet layer is one masked elementwise expression over the whole
 # stack (bias and activation rows chosen by row index: XLA fuses each layer into one
 # kernel after its matmul); above it, rows are computed apart and concatenated (fewer
