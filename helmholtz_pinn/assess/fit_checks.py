@@ -143,9 +143,17 @@ def fit_quality(
 
 
 def _range_check(g: np.ndarray, median: float, mu_ref: float | None):
+    lim = QUALITY_LIMITS
+    if not np.isfinite(g).any():  # no map at all, with or without a reference
+        return (
+            1.0,
+            lim["at_bound"],
+            False,
+            "G' is not finite anywhere in the mask",
+            "the data hold no usable wave there: try checking that u is not zero or constant",
+        )
     if mu_ref is None:
         return "skipped: no reference modulus"
-    lim = QUALITY_LIMITS
     lo, hi = lim["low"] * mu_ref, lim["high"] * mu_ref
     with np.errstate(invalid="ignore"):
         frac = float(np.mean(~((g >= lo) & (g <= hi)))) if g.size else 1.0

@@ -134,12 +134,17 @@ def cmd_invert(args) -> int:
     try:
         with lock:
             return _invert(args, datasets, paths)
-    except InputError:  # refused at the door (plausibility): leave no output folder
+    except InputError as err:  # refused at the door (plausibility): leave no output folder
         if fresh:
             (args.out / LOCK_NAME).unlink(missing_ok=True)
             if not any(args.out.iterdir()):
                 args.out.rmdir()
-        raise
+        named = str(err)
+        for i, path in enumerate(paths):  # a batch's datasets[i] is a file here
+            named = named.replace(f"datasets[{i}]:", f"{path}:")
+        if named == str(err):
+            raise
+        raise type(err)(named) from None
 
 
 def _lead_process(args) -> bool:

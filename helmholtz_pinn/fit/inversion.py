@@ -87,7 +87,10 @@ def invert(
         raise InputError("slicewise=True takes one 3-D Dataset, not a list")
     scaled = [unit_amplitude(d) for d in ([data] if one else _check_batch(data))]
     scales = [s for _, s in scaled]  # u / s: scale-free numerics; u_fit * s at the end
-    admitted = [_admit(d, force, drop_empty_components) for d, _ in scaled]
+    admitted = [
+        _admit(d, force, drop_empty_components, None if one else i)
+        for i, (d, _) in enumerate(scaled)
+    ]
     checks = [facts for _, facts in admitted]
     data = admitted[0][0] if one else _check_batch([d for d, _ in admitted])  # C after drops
     for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
@@ -183,9 +186,19 @@ def _warn_short(result: Result) -> Result:
 SHORT_RUN = "short run"
 
 
-def _admit(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
+def _admit(dataset: Dataset, force: bool, drop: bool, index: int | None) -> tuple[Dataset, dict]:
     """The plausibility check at the door: (dataset, its run facts) with the empty
-    components dropped when ``drop``; raises InputError unless ``force``."""
+    components dropped when ``drop``; raises InputError unless ``force``, naming
+    ``datasets[index]`` in a batch."""
+    try:
+        return _checked(dataset, force, drop)
+    except InputError as err:
+        if index is None:
+            raise
+        raise type(err)(f"datasets[{index}]: {err}") from None
+
+
+def _checked(dataset: Dataset, force: bool, drop: bool) -> tuple[Dataset, dict]:
     facts = {}
     if drop:
         dataset, dropped = input_checks.drop_empty_components(dataset)

@@ -122,11 +122,20 @@ def check_regions(value: object, grid: tuple[int, ...]) -> np.ndarray | None:
         return None
     a = asarray("regions", value)
     check_grid_shape("regions", a, grid)
-    if a.dtype.kind in "biu":
-        return a.astype(np.int64)
-    if a.dtype.kind == "f" and np.isfinite(a).all() and (a == np.round(a)).all():
-        return a.astype(np.int64)
-    raise DatasetError(f"regions must be integer labels; got {describe(a)} with non-integer values")
+    integer = a.dtype.kind in "biu" or (
+        a.dtype.kind == "f" and np.isfinite(a).all() and (a == np.round(a)).all()
+    )
+    if not integer:
+        raise DatasetError(
+            f"regions must be integer labels; got {describe(a)} with non-integer values"
+        )
+    a = a.astype(np.int64)
+    if (a < 0).any():
+        raise DatasetError(
+            f"regions must be labels >= 0 (0 unlabelled, 1 background, 2.. targets); got "
+            f"{int(a.min())} at {int((a < 0).sum())} voxel(s)"
+        )
+    return a
 
 
 def check_rho(value: object) -> float:

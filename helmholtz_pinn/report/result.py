@@ -201,6 +201,12 @@ def make_result(
     )
     if isinstance(config, Config):  # a PINN's fitted field (a baseline's u_fit is the data)
         facts["wave_misfit"] = misfit_summary(u_fit, dataset, scored)
+    if dataset.regions is not None and (unlabelled := int((dataset.regions[scored] < 1).sum())):
+        note = (
+            f"{unlabelled} scored voxel(s) carry region label 0 (unlabelled): they count in "
+            "the whole-mask metrics, not in the per-region medians and contrasts"
+        )
+        facts["notes"] = [*facts.get("notes", []), note]
     facts["fit_quality"] = quality_checks(dataset, config, mu, facts, history, mu_std)
     for check in facts["fit_quality"]:
         if not check["passed"]:

@@ -468,3 +468,31 @@ def test_seeds_that_disagree_fail_the_seed_check_and_one_seed_skips_it():
     assert by_name(fit_quality(mu, MASK, 3000.0, **GOOD))["seed_agreement"]["passed"]
     one = by_name(fit_quality(mu, MASK, 3000.0, **{**GOOD, "mu_std": None}))["seed_agreement"]
     assert one["passed"] and one["skipped"]
+
+
+def test_an_all_nan_map_fails_the_range_check_even_without_a_reference():
+    """A baseline of all-zero u (forced past the door) gives no finite G': the check says
+    so instead of being skipped as passed."""
+    from helmholtz_pinn.assess.fit_checks import fit_quality
+
+    mu = np.full((4, 4), np.nan + 0j)
+    check = fit_quality(mu, np.ones((4, 4), bool), None, checks=("modulus_range",))[0]
+    assert not check["passed"] and "not finite anywhere" in check["message"]
+
+
+def test_unlabelled_voxels_are_noted_and_negative_labels_refused():
+    import dataclasses
+
+    from settings import plane_wave_dataset
+
+    from helmholtz_pinn.errors import DatasetError
+    from helmholtz_pinn.report.result import baseline_result
+
+    data = plane_wave_dataset(n=12)
+    regions = np.ones(data.grid, int)
+    regions[:2] = 0
+    res = baseline_result(dataclasses.replace(data, regions=regions))
+    assert any("24 scored voxel(s) carry region label 0" in n for n in res.metrics["notes"])
+    regions[0, 0] = -1
+    with pytest.raises(DatasetError, match="labels >= 0"):
+        dataclasses.replace(data, regions=regions)

@@ -101,3 +101,16 @@ def test_the_summary_shows_contrast_and_loss_modulus_beside_the_median():
         "contrast 2: 0.98, 3: 0.50"
     )
     assert _accuracy_line({"steps": 10}) == "10 steps"  # no truth: no accuracy
+
+
+def test_an_implausible_file_of_a_batch_is_named(tmp_path, capsys):
+    import dataclasses
+
+    import numpy as np
+
+    good = save(plane_wave_dataset(n=12), tmp_path / "good.npz")
+    wrong = dataclasses.replace(plane_wave_dataset(n=12), spacing=np.array([1.0, 1.0]))
+    bad = save(wrong, tmp_path / "mm.npz")
+    code = main(["invert", str(good), str(bad), "--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{bad}: implausible dataset" in err and err.count("\n") == 1
