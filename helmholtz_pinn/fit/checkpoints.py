@@ -126,6 +126,7 @@ class Checkpointer:
         try:
             self.manager.save(step, args=args)
             self.manager.wait_until_finished()
+            self._drop_previous()  # this run's first checkpoint is whole
         except Exception as err:  # noqa: BLE001 - disk full, read-only: orbax and tensorstore
             # raise OSError, ValueError or bare Exception; the previous checkpoint is whole
             self._remove_partial()
@@ -143,13 +144,28 @@ class Checkpointer:
         for tmp in self.directory.glob("*.orbax-checkpoint-tmp*"):
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def clear(self) -> list[int]:
-        """Delete every checkpoint in the folder (an earlier run's: a fresh fit must
-        not leave them to be resumed later); returns their steps."""
+    def set_aside(self) -> list[int]:
+        """Move an earlier run's checkpoints out of the folder, into ``<folder>.previous``
+        (a fresh fit must not leave them to be resumed later, and must not delete them
+        before its own first checkpoint is whole: :meth:`save` deletes them then);
+        returns their steps."""
         steps = sorted(self.manager.all_steps())
+        if not steps:
+            return []
+        self.previous.mkdir(parents=True, exist_ok=True)
         for step in steps:
-            self.manager.delete(step)
+            (self.directory / str(step)).replace(self.previous / str(step))
+        self.manager.reload()
         return steps
+
+    @property
+    def previous(self) -> Path:
+        return self.directory.with_name(self.directory.name + ".previous")
+
+    def _drop_previous(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.previous, ignore_errors=True)
 
     def restore(self, like: TrainState) -> tuple[TrainState, HostState, int] | None:
         """The newest readable checkpoint shaped like ``like`` as (state, host, step), or
@@ -257,7 +273,8 @@ def start(
     The facts: ``resumed_from_step`` (int, or None for a fresh start) and
     ``resumed_from`` (the checkpoint's folder); ``no_checkpoint_in`` (the folder) when a
     resume found nothing to continue from and the fit starts at step 0. Without
-    ``resume`` the folder's checkpoints of an earlier run are deleted first
+    ``resume`` the folder's checkpoints of an earlier run are set aside into
+    ``<folder>.previous`` and deleted once this run's first checkpoint is written
     (``cleared_checkpoints``: the folder and their steps). With
     ``resume="strict"`` that case raises :class:`CheckpointError` instead."""
     facts = {"resumed_from_step": None, "resumed_from": None}
@@ -266,7 +283,7 @@ def start(
         if directory is None
         else Checkpointer(directory, config, config.checkpoint_every, data)
     )
-    if not resume and ckpt is not None and (old := ckpt.clear()):
+    if not resume and ckpt is not None and (old := ckpt.set_aside()):
         facts["cleared_checkpoints"] = f"{ckpt.directory} (steps {', '.join(map(str, old))})"
     try:
         restored = ckpt.restore(state) if resume and ckpt is not None else None

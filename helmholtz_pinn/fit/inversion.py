@@ -326,8 +326,8 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
         notes.append(f"no usable checkpoint in {facts['no_checkpoint_in']}: started at step 0")
     if facts.get("cleared_checkpoints"):
         notes.append(
-            f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']}: a fit "
-            "without resume=True starts afresh"
+            f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']} once "
+            "this run's first checkpoint was written: a fit without resume=True starts afresh"
         )
     if planned != cfg.steps:
         notes.append(

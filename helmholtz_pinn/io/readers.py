@@ -66,9 +66,9 @@ def read_mat(path: str | Path) -> dict[str, np.ndarray]:
         shapes = {name: shape for name, shape, _ in pymatreader.whosmat(path)}
         raw = pymatreader.read_mat(path)
     except _UNREADABLE_MAT as exc:
-        hint = " (HDF5 without a MATLAB header: save it from MATLAB with -v7.3)"
-        hint = hint if h5py.is_hdf5(path) else ""
-        raise DatasetError(f"{path} is not a readable MATLAB .mat file{hint}: {exc}") from exc
+        raise DatasetError(
+            f"{path} is not a readable MATLAB .mat file{_mat_hint(path)}: {exc}"
+        ) from exc
     out: dict[str, np.ndarray] = {}
     for name, value in raw.items():
         if not name.startswith("__"):
@@ -77,6 +77,20 @@ def read_mat(path: str | Path) -> dict[str, np.ndarray]:
         if name in out and out[name].size == int(np.prod(shape)):
             out[name] = out[name].reshape(shape)
     return out
+
+
+def _mat_hint(path: Path) -> str:
+    """Why a file pymatreader cannot read may be so: a MATLAB header (v5, v7.3) over a
+    body that does not parse is a truncated or corrupt file; HDF5 without that header
+    was not saved by MATLAB."""
+    with open(path, "rb") as f:
+        head = f.read(116)
+    if head.startswith(b"MATLAB"):
+        version = "v7.3" if b"7.3" in head[:20] else "v5"
+        return f" (a MATLAB {version} header over a truncated or corrupt body)"
+    if h5py.is_hdf5(path):
+        return " (HDF5 without a MATLAB header: save it from MATLAB with -v7.3)"
+    return ""
 
 
 def _flatten(name: str, value: object, out: dict[str, np.ndarray]) -> None:

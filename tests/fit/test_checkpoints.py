@@ -287,3 +287,30 @@ def test_a_resume_with_fewer_steps_than_done_says_so(data, finished, tmp_path):
     note = [n for n in res.metrics["notes"] if n.startswith("resumed from step 10")]
     assert note and "(at or past steps=5: no training)" in note[0]
     np.testing.assert_array_equal(res.mu, finished[1])
+
+
+def test_an_earlier_runs_checkpoints_survive_until_the_new_run_has_one(
+    data, tmp_path, monkeypatch
+):
+    """A fresh fit into a folder of an earlier run's checkpoints whose own first write
+    fails (a full disk): the earlier checkpoint is not lost (set aside in
+    ``checkpoints.previous``); once a new checkpoint is written it goes."""
+    import orbax.checkpoint as ocp
+
+    folder = tmp_path / "checkpoints"
+    invert(
+        data, CFG.replace(seed=7), checkpoint_dir=folder, callback=_stop_after_first_block, **RUN
+    )
+    save = ocp.CheckpointManager.save
+
+    def full(self, step, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ocp.CheckpointManager, "save", full)
+    with pytest.raises(OutputError):
+        invert(data, CFG, checkpoint_dir=folder, **RUN)
+    previous = tmp_path / "checkpoints.previous"
+    assert [p.name for p in previous.iterdir()] == ["5"]
+    monkeypatch.setattr(ocp.CheckpointManager, "save", save)
+    invert(data, CFG, checkpoint_dir=folder, **RUN)
+    assert not previous.exists()

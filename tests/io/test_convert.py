@@ -134,6 +134,15 @@ def test_mat_struct_metadata_single_slice_and_mask(tmp_path, u_ref):
 # --- MATLAB v7.3 (HDF5) ---
 
 
+def test_a_truncated_mat73_file_is_called_truncated(tmp_path, u_ref):
+    path = tmp_path / "cut73.mat"
+    _write_mat73(path, {"U": _xyzcf(u_ref)})
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DatasetError, match=r"MATLAB v7.3 header over a truncated or corrupt"):
+        convert(path, axes="xyzcf", spacing=[1, 1, 1], frequency=[40, 60])
+
+
 def test_mat73_reversed_axes_and_compound_complex(tmp_path, u_ref):
     path = tmp_path / "wave73.mat"
     _write_mat73(
