@@ -130,6 +130,9 @@ def convert(
         the wave field) by :func:`helmholtz_pinn.io.masks.from_magnitude`; not with a mask
         variable in the file. None: the file's ``mask`` variable, else every voxel.
 
+    ``u`` keeps the source's precision on every path: complex128 from double-precision
+    data, complex64 from single precision (or integer images).
+
     A NIfTI input sets the dataset's ``affine`` (:func:`grid_affine`: the header's, in
     mm, for the grid axes); a MATLAB input has none.
 
@@ -174,12 +177,18 @@ def convert(
     u, values = _squeeze_single_slice(u, values)
     mask = _mask(mask_from, magnitude, mask, axes, paths[0], u.ndim)
     return Dataset(
-        u=u,
+        u=u.astype(_precision(wave)),
         frequency=_resolve_frequency(frequency, file_freq, u.shape[0], paths[0]),
         spacing=_check_spacing(values, u.ndim - 2),
         mask=mask,
         affine=affine,
     )
+
+
+def _precision(wave: np.ndarray) -> type:
+    """u's dtype: the source's precision, whatever the path (phase unwrapping and the
+    harmonic work in float64): complex128 from double data, complex64 from anything else."""
+    return np.complex128 if wave.dtype in (np.float64, np.complex128) else np.complex64
 
 
 def _mask(mask_from, magnitude, mask, axes: str, path: Path, u_ndim: int):

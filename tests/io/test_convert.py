@@ -330,6 +330,21 @@ def test_wrapped_phase_unwrapped_along_time(tmp_path, phase_case):
     assert np.abs(naive.u[0, 0] - u_true).max() > 1.0
 
 
+def test_u_keeps_the_sources_precision_on_every_path(tmp_path, phase_case):
+    """Single-precision phase over time (unwrapped and transformed in float64) gives
+    complex64 like a single-precision complex field; double data give complex128."""
+    u_true, phi = phase_case
+    wrapped = np.moveaxis(_wrap(phi), 0, -1)
+    for dtype, expected in ((np.float32, np.complex64), (np.float64, np.complex128)):
+        path = tmp_path / f"phase_{np.dtype(dtype).name}.mat"
+        scipy.io.savemat(path, {"ph": wrapped.astype(dtype), "freq": 50.0, "voxel_size": 2.0})
+        d = convert(path, axes="xyzt", spacing_unit="mm", phase="time")
+        assert d.u.dtype == expected
+    field = tmp_path / "single.mat"
+    scipy.io.savemat(field, {"U": u_true.astype(np.complex64), "freq": 50.0, "voxel_size": 2.0})
+    assert convert(field, axes="xyz", spacing_unit="mm").u.dtype == np.complex64
+
+
 def test_already_unwrapped_phase_accepted(tmp_path, phase_case):
     """|phase| > 2 pi in radians is no longer refused: over time (phase='auto' sees
     |phase| > pi and takes it as unwrapped) and as a first-harmonic phase map."""

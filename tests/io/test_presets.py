@@ -134,4 +134,3 @@ def test_cli_choices_match_the_library():
     choices = {a.dest: a.choices for a in convert_parser._actions}
     assert tuple(choices["phase"]) == PHASE_MODES
     assert tuple(choices["preset"]) == tuple(PRESETS)
-
