@@ -12,6 +12,7 @@ traceback. JAX is imported only by the commands that fit.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sys
@@ -276,10 +277,11 @@ def cli_voice(message: str) -> str:
     return re.sub(r"(?<![\w.'-])([a-z][a-z_]*)=(True\b|[^\s,;)]*)", flag, message)
 
 
-def _option_strings() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def _option_strings() -> frozenset[str]:
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
-    return {o for p in commands.values() for a in p._actions for o in a.option_strings}
+    return frozenset(o for p in commands.values() for a in p._actions for o in a.option_strings)
 
 
 def cmd_convert(args) -> int:
