@@ -14,7 +14,7 @@ from typing import Literal
 from helmholtz_pinn.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "sin")
-MU_MODELS = ("voigt", "per-frequency", "springpot")
+MU_MODELS = ("auto", "voigt", "per-frequency", "springpot")
 WEIGHTINGS = ("noise", "uniform")
 AUX_NETWORKS = ("mu", "u")
 
@@ -45,9 +45,13 @@ class Config:
         (div(mu grad u) + rho omega^2 u = 0), curl (hetero on q = curl u, three
         components), navier (the elastic Navier-Cauchy equation with a free pressure) or
         auto (navier for three-component data, hetero otherwise).
-      mu_model: voigt (mu = G' + i omega eta, shared by all frequencies), springpot
-        (mu = kappa (i omega)^alpha, 0 < alpha < 1, the phase angle alpha pi / 2 shared)
-        or per-frequency (an independent complex modulus per frequency).
+      mu_model: the viscoelastic law: voigt (mu = G' + i omega eta, shared by all
+        frequencies), springpot (mu = kappa (i omega)^alpha, 0 < alpha < 1 varying in
+        space, the phase angle alpha pi / 2 shared by all frequencies), per-frequency (an
+        independent complex modulus per frequency) or auto (chosen by the data: the
+        springpot, else Voigt, else per-frequency, the first whose fit satisfies the PDE
+        at every frequency alike, helmholtz_pinn.assess.laws; one frequency needs no
+        law: per-frequency).
       aux_network: the network that outputs the navier pressure, u or mu; None: mu for
         2-D data, u for one 3-D fit.
       weighting: noise (each frequency's and component's field weighs 1 / n^2, n its
@@ -94,7 +98,7 @@ class Config:
     sigma_ratio_z: float = 0.25
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
-    mu_model: Literal["voigt", "per-frequency", "springpot"] = "voigt"
+    mu_model: Literal["auto", "voigt", "per-frequency", "springpot"] = "auto"
     aux_network: Literal["mu", "u"] | None = None
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03

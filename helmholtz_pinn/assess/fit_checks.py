@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from helmholtz_pinn.assess.laws import SPREAD_MAX
 from helmholtz_pinn.assess.metrics import per_frequency
 from helmholtz_pinn.errors import InputError
 
@@ -29,10 +30,20 @@ QUALITY_CHECKS = (
     "data_fit",
     "loss_decrease",
     "seed_agreement",
+    "law_consistency",
 )
 # Limits of the checks (fractions and factors; see fit_quality).
 QUALITY_LIMITS = dict(
-    low=0.02, high=50.0, at_bound=0.5, ahi=2.0, pde=0.3, noise=0.25, fit=2e-3, loss=0.5, seeds=0.1
+    low=0.02,
+    high=50.0,
+    at_bound=0.5,
+    ahi=2.0,
+    pde=0.3,
+    noise=0.25,
+    fit=2e-3,
+    loss=0.5,
+    seeds=0.1,
+    law=SPREAD_MAX,
 )
 _UNITS = "check the data's spacing (m) and frequency (Hz)"
 
@@ -63,6 +74,7 @@ def fit_quality(
     history: list[dict] | None = None,
     mu_std: np.ndarray | None = None,
     members: int = 1,
+    law_spread: float | None = None,
     checks: tuple[str, ...] = QUALITY_CHECKS,
 ) -> list[FitCheck]:
     """Plausibility checks of a finished fit, to catch failures that still give a map.
@@ -82,6 +94,9 @@ def fit_quality(
         Pa, the shape of ``mu``); None for one seed.
       members: the ensemble size E: ``final_data`` holds E values (seeds) per dataset or
         slice, in that order.
+      law_spread: how much the per-frequency factors on the fitted law's modulus that
+        best satisfy the PDE differ (:func:`helmholtz_pinn.pinn.dispersion.spread`); None
+        where no law was fitted (one frequency, per-frequency moduli, a baseline).
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
 
     Returns one dict per check: ``name``, ``passed`` (bool), ``skipped`` (an input is
@@ -104,7 +119,10 @@ def fit_quality(
     - ``loss_decrease``: the last step's loss / the first block's mean loss; fails above 0.5;
     - ``seed_agreement``: the median over the mask (all frequencies) of the seeds' spread
       of G' over the mean G'; fails above 0.1 (the map depends on the initialisation, not
-      only on the data); skipped for one seed.
+      only on the data); skipped for one seed;
+    - ``law_consistency``: ``law_spread``; fails above 0.02 (the fitted wave wants a
+      modulus more than 2 % off the law's at some frequency: the law does not describe
+      the data's dispersion); skipped without a law.
 
     The limits' measurements: docs/defaults.md.
     """
@@ -121,6 +139,7 @@ def fit_quality(
         "data_fit": _fit_check(final_data, noise_fraction, field_weight, members),
         "loss_decrease": _loss_check(history),
         "seed_agreement": _seed_check(mu, mu_std, mask),
+        "law_consistency": _law_check(law_spread),
     }
     out = []
     for name in checks:
@@ -181,6 +200,21 @@ def _ahi_check(median: float, estimate: float | None):
         f"pde=; {_UNITS}"
     )
     return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
+
+
+def _law_check(spread: float | None):
+    if spread is None or not math.isfinite(spread):
+        return "no viscoelastic law fitted (one frequency or per-frequency moduli)"
+    limit = QUALITY_LIMITS["law"]
+    measured = (
+        f"the per-frequency moduli that best fit the fitted wave differ from the law's by up "
+        f"to {spread:.1%} between frequencies (limit {limit:.0%})"
+    )
+    advice = (
+        "the law does not describe the data's dispersion: fit with mu_model='auto' (chosen "
+        "by the data), the other law, or per-frequency"
+    )
+    return spread, limit, spread <= limit, measured, advice
 
 
 def _pde_check(final_pde: float | None):

@@ -234,6 +234,9 @@ def cmd_baseline(args) -> int:
 
 def _summary(facts: dict, out: Path) -> None:
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {_accuracy_line(facts)}")
+    law = facts.get("law") or {}
+    if law.get("line") or law.get("chosen_by"):
+        print(law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})")
     for note in facts.get("notes", []):
         print(f"note: {cli_voice(note)}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0

@@ -27,7 +27,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import CheckpointError, Interrupted
 from helmholtz_pinn.fit import checkpoints, host_loop, memory, placement
 from helmholtz_pinn.io.dataset import Dataset
-from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn import dispersion, train
 from helmholtz_pinn.pinn.problem import Prepared, prepare
 
 CHUNKS_FILE = "chunks.json"
@@ -269,15 +269,22 @@ def rows_of(state, i: int, ensemble: int, stacked: bool):
     return jax.tree.map(lambda a: a[rows], state)
 
 
-def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units) on every voxel of
-    the grid, from one state (E = 1) or E stacked ones."""
+def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units, the law's
+    per-frequency scale c_f (E, F) complex) on every voxel of the grid, from one state
+    (E = 1) or E stacked ones; c_f (:mod:`helmholtz_pinn.pinn.dispersion`) is NaN
+    unless a Voigt or springpot law was fitted at two or more frequencies."""
     stacked = np.ndim(state.step) == 1
     members = train.unstack_tree(state, len(state.step)) if stacked else [state]
     fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
     u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
-    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim)
+    law = prep.spec.mu_model in ("voigt", "springpot") and prep.spec.n_freq > 1
+    nan = np.full(prep.spec.n_freq, np.nan + 0j)
+    scale = np.stack(
+        [dispersion.frequency_scale(m, prep.spec, prep.problem) if law else nan for m in members]
+    )
+    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim), scale
 
 
 def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:

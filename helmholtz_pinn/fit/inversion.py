@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from helmholtz_pinn.assess import fit_checks, input_checks, metrics
+from helmholtz_pinn.assess import fit_checks, input_checks, laws, metrics
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError, warn
 from helmholtz_pinn.fit import checkpoints, chunks, host_loop
 from helmholtz_pinn.io.dataset import Dataset, unit_amplitude, z_slices
-from helmholtz_pinn.pinn import problem, train
+from helmholtz_pinn.pinn import dispersion, problem, train
 from helmholtz_pinn.pinn.problem import Prepared, shared_settings
 from helmholtz_pinn.report.records import RunFacts
 from helmholtz_pinn.report.result import Result, make_result
@@ -80,6 +82,10 @@ def invert(
     :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
     """
     cfg = (config or Config()).replace(**overrides)
+    if cfg.mu_model == "auto":
+        run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
+        more = dict(force=force, drop_empty_components=drop_empty_components)
+        return _auto_law(data, cfg, run, dict(checkpoint_dir=checkpoint_dir, resume=resume), more)
     resume = checkpoints.resume_mode(resume)
     t0 = time.perf_counter()
     one = isinstance(data, Dataset)
@@ -113,18 +119,93 @@ def invert(
         )
         return _warn_short(_in_data_units(volume, scales[0]))
     results = []
-    for i, ((mus, u_fit), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
+    for i, ((mus, u_fit, scale), prep, dataset) in enumerate(
+        zip(maps, preps, datasets, strict=True)
+    ):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
         hist = [host_loop.member_record(r, rows) for r in history] if stacked else history
         run = run_facts(prep, cfg, members[i], hist, wall, **facts, **checks[i])
         if stacked:
             run.update(batch_members=len(datasets), batch_index=i)
+        run.update(law_facts(scale, dataset.frequency))
         kept = _kept_members(run, cfg)
         u_mean = u_fit[kept].mean(axis=0)
         result = make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i])
         results.append(_in_data_units(result, scales[i]))
     _warn_short(results[0])
     return results if stacked else results[0]
+
+
+def law_facts(scale: np.ndarray, frequency: np.ndarray) -> dict:
+    """``law_scale`` (per frequency: |c_f| and arg c_f in degrees) and ``law_spread`` of
+    the per-frequency factors ``scale`` (members, F) complex of a Voigt or springpot fit
+    (:mod:`helmholtz_pinn.pinn.dispersion`; the mean over ensemble seeds or slices);
+    empty when they are NaN (no law fitted, or one frequency)."""
+    scale = np.asarray(scale, complex).reshape(-1, len(frequency))
+    scale = scale[np.isfinite(scale).all(axis=1)]
+    if not scale.size or len(frequency) < 2:
+        return {}
+    mean = scale.mean(axis=0)
+    return {
+        "law_scale": [
+            {
+                "frequency_hz": float(f),
+                "abs": round(float(abs(c)), 4),
+                "phase_deg": round(float(np.degrees(np.angle(c))), 2),
+            }
+            for f, c in zip(frequency, mean, strict=True)
+        ],
+        "law_spread": round(dispersion.spread(mean), 4),
+    }
+
+
+def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | list[Result]:
+    """``mu_model="auto"``: one frequency is fitted per-frequency (no law to choose);
+    otherwise the laws are fitted in the order :func:`laws.next_law` gives (the springpot;
+    Voigt too unless the springpot is clearly consistent; per-frequency moduli when
+    neither law is), judged by their ``law_spread`` (the worst over a batch), and
+    :func:`laws.chosen` is kept. A checkpoint folder gets one subfolder per law; the
+    warnings of a fit not kept are dropped. Every Result's ``law`` fact records the
+    choice and the spread of each law tried."""
+    first = data if isinstance(data, Dataset) else next(iter(data), None)
+    if isinstance(first, Dataset) and first.n_freq == 1:
+        record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
+        fitted = invert(data, cfg.replace(mu_model="per-frequency"), **run, **ckpt, **more)
+        return _with_law(fitted, record)
+    tried: dict[str, float | None] = {}
+    fits, caught = {}, {}
+    t0 = time.perf_counter()
+    while (law := laws.next_law(tried)) is not None:
+        if tried and run["progress"]:
+            print(laws.rejected(*list(tried.items())[-1], following=law), file=sys.stderr)
+        folder = ckpt["checkpoint_dir"]
+        where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
+        with warnings.catch_warnings(record=True) as caught[law]:
+            warnings.simplefilter("always")
+            fits[law] = invert(data, cfg.replace(mu_model=law), **run, **where, **more)
+        results = fits[law] if isinstance(fits[law], list) else [fits[law]]
+        tried[law] = laws.worst([r.metrics.get("law_spread") for r in results])
+    law = laws.chosen(tried)
+    for w in caught[law]:  # the kept fit's warnings, as they came
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    fitted = fits[law]
+    record = {
+        "mu_model": law,
+        "chosen_by": "the spread of the per-frequency factors of each law's fit",
+        "tried": tried,
+        "spread_sure": laws.SURE,
+        "spread_max": laws.SPREAD_MAX,
+        "wall_time_s": round(time.perf_counter() - t0, 2),
+        "line": laws.describe(law, tried),
+    }
+    return _with_law(fitted, record)
+
+
+def _with_law(results: Result | list[Result], record: dict) -> Result | list[Result]:
+    """``results`` with the auto law's ``record`` as the ``law`` fact of each."""
+    for r in results if isinstance(results, list) else [results]:
+        r.metrics["law"] = dict(record)
+    return results
 
 
 def _in_data_units(result: Result, scale: float) -> Result:
@@ -233,6 +314,7 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
     NaN members, which :func:`make_result` skips)."""
     run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
+    run.update(law_facts(np.concatenate([s for _, _, s in maps]), volume.frequency))
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
     e = cfg.ensemble
@@ -240,7 +322,7 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
     mus = np.full((e, volume.n_freq, *volume.grid), np.nan + 0j)
     u_fit = np.full(volume.u.shape, np.nan + 0j)
     dropped = {}
-    for (m, u), k, loss in zip(maps, keep, losses, strict=True):
+    for (m, u, _), k, loss in zip(maps, keep, losses, strict=True):
         kept = kept_members(loss, cfg.ensemble_keep) if e > 1 else [0]
         mus[kept, ..., k], u_fit[..., k] = m[kept], u[kept].mean(axis=0)
         if len(kept) < e:

@@ -75,6 +75,11 @@ class Phantom:
       regions: integer labels (1 = background, 2.. = targets), shape ``(nx, ny)``.
       spacing: voxel size ``(hx, hy)``, m.
       rho: density, kg/m^3.
+      alpha: None for Voigt tissue (``mu = G' + i omega eta``); else the springpot
+        exponent in (0, 1), shape ``(nx, ny)``: power-law tissue
+        ``mu = G' (i f / f_0)^alpha / cos(alpha pi / 2)`` whose ``G'`` at ``f_0 =
+        reference_frequency`` Hz is ``storage`` (``viscosity`` is then unused).
+      reference_frequency: ``f_0`` of a springpot, Hz.
     """
 
     name: str
@@ -83,6 +88,8 @@ class Phantom:
     regions: np.ndarray
     spacing: tuple[float, float]
     rho: float = 1000.0
+    alpha: np.ndarray | None = None
+    reference_frequency: float = 50.0
 
     def __post_init__(self) -> None:
         shape = np.shape(self.storage)
@@ -96,6 +103,11 @@ class Phantom:
             raise InputError(f"phantom {self.name!r}: need storage > 0 Pa and viscosity >= 0 Pa s")
         if not self.rho > 0:
             raise InputError(f"phantom {self.name!r}: rho must be > 0 kg/m^3; got {self.rho!r}")
+        if self.alpha is not None:
+            alpha = np.broadcast_to(np.asarray(self.alpha, float), shape)
+            if not ((alpha > 0) & (alpha < 1)).all():
+                raise InputError(f"phantom {self.name!r}: springpot alpha must be in (0, 1)")
+            object.__setattr__(self, "alpha", alpha.copy())
         object.__setattr__(self, "spacing", spacing_pair(self.spacing))
 
     @property
@@ -103,8 +115,28 @@ class Phantom:
         return tuple(np.shape(self.storage))
 
     def modulus(self, frequency: float) -> np.ndarray:
-        """Complex modulus ``mu = G' + i 2 pi f eta`` in Pa at ``frequency`` Hz."""
-        return self.storage + 1j * (2 * np.pi * frequency) * self.viscosity
+        """Complex modulus in Pa at ``frequency`` Hz (:func:`tissue_modulus`)."""
+        return tissue_modulus(self, frequency)
+
+
+def tissue_modulus(phantom: Phantom, frequency: float, refine=None) -> np.ndarray:
+    """``mu`` in Pa of ``phantom`` at ``frequency`` Hz: Voigt ``G' + i 2 pi f eta``, or
+    with ``alpha`` the springpot ``G' (f / f_0)^alpha (1 + i tan(alpha pi / 2))``
+    (= ``G' (i f / f_0)^alpha / cos(alpha pi / 2)``). ``refine`` maps each parameter map
+    onto another grid first (the solver's)."""
+    refine = refine or (lambda a: a)
+    storage = refine(phantom.storage)
+    if phantom.alpha is None:
+        return storage + 1j * (2 * np.pi * frequency) * refine(phantom.viscosity)
+    alpha = refine(phantom.alpha)
+    ratio = (frequency / phantom.reference_frequency) ** alpha
+    return storage * ratio * (1 + 1j * np.tan(alpha * np.pi / 2))
+
+
+def as_springpot(phantom: Phantom, alpha, reference_frequency: float = 50.0) -> Phantom:
+    """``phantom`` made of power-law tissue: the same ``G'`` at ``reference_frequency``
+    Hz, exponent ``alpha`` (a number or a map in (0, 1))."""
+    return dataclasses.replace(phantom, alpha=alpha, reference_frequency=float(reference_frequency))
 
 
 def _centres(
@@ -288,7 +320,7 @@ def simulate(
     def refine(a: np.ndarray) -> np.ndarray:
         return np.pad(a, pad, mode="edge").repeat(s, 0).repeat(s, 1)
 
-    storage, eta = refine(phantom.storage), refine(phantom.viscosity)
+    storage = refine(phantom.storage)
     h = (phantom.spacing[0] / s, phantom.spacing[1] / s)
     fov = (slice(None), slice(pad * s, (pad + nx) * s), slice(pad * s, (pad + ny) * s))
     row = n_pad * s  # drive in the undamped voxel just outside the field of view
@@ -296,7 +328,7 @@ def simulate(
     kz, rho = np.zeros(freqs.size), float(phantom.rho)  # through-plane wavenumber, rad/m
     for i, f in enumerate(freqs):
         omega = 2 * np.pi * f
-        mu = storage + 1j * omega * eta
+        mu = tissue_modulus(phantom, f, refine)
         kz[i] = 0.0 if nz is None else through_plane * omega * math.sqrt(rho / storage.max())
         rho_plane = rho - kz[i] ** 2 * mu / omega**2  # kg/m^3: the in-plane problem's
         k = omega * np.sqrt(rho_plane / mu)  # in-plane wavenumber, rad/m

@@ -27,6 +27,7 @@ import numpy as np
 import optax
 
 from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.pinn import forms, scaling
 from helmholtz_pinn.pinn.model import (
     GRAD,
@@ -110,11 +111,21 @@ class Spec:
     def of(cls, cfg: Config, ndim: int, n_freq: int, n_comp: int) -> Spec:
         """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
         :class:`~helmholtz_pinn.errors.ConfigError` here; ``pde="auto"`` is resolved for
-        the data (:func:`helmholtz_pinn.pinn.forms.resolve`)."""
+        the data (:func:`helmholtz_pinn.pinn.forms.resolve`), as is ``mu_model="auto"``
+        for one frequency (per-frequency: no law to choose); with more frequencies the law
+        is chosen by :func:`helmholtz_pinn.fit.inversion.invert` and "auto" here is a
+        ConfigError."""
         pde = forms.resolve(cfg.pde, n_comp)
         forms.get(pde)
         fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
         settings = {k: getattr(cfg, k) for k in sorted(fields)}
+        if settings["mu_model"] == "auto":
+            if n_freq > 1:
+                raise ConfigError(
+                    f"mu_model='auto' is chosen from the data by invert() ({n_freq} "
+                    "frequencies); a program needs voigt, springpot or per-frequency"
+                )
+            settings["mu_model"] = "per-frequency"
         by_ndim = {
             "width": WIDTH,
             "n_features": N_FEATURES,

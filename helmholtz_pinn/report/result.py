@@ -63,7 +63,8 @@ class Result:
     def save(
         self, out: str | Path, *, nifti: bool = False, affine: np.ndarray | None = None
     ) -> Path:
-        """Write mu.npz (Pa), metrics.json, history.csv, config.json and the figures, in
+        """Write mu.npz (Pa; a springpot fit adds its ``alpha`` map, a Voigt fit its
+        ``viscosity`` in Pa s), metrics.json, history.csv, config.json and the figures, in
         place of an earlier run's result files in ``out`` (other files are left alone).
         The files are written beside and moved in when all are written
         (:func:`helmholtz_pinn.report.files.staged`): a failed write leaves the earlier
@@ -97,6 +98,10 @@ class Result:
 
             extra["misfit"] = wave_misfit(self.u_fit, self.dataset.u, self.dataset.mask)
         arrays = dict(mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa")
+        model = getattr(self.config, "mu_model", None)
+        for name, values in clinical.model_parameters(self.mu, self.frequency, model).items():
+            arrays[name] = values  # the law's own map: alpha (1) or viscosity (Pa s)
+            arrays[f"{name}_unit"] = clinical.MODEL_PARAMETERS[model][name][1]
         files.write_npz(out / "mu.npz", **arrays, **extra)
         files.write_json(out / "metrics.json", self.metrics)
         files.write_history(out / "history.csv", self.history)
@@ -108,7 +113,6 @@ class Result:
             figures.save_all(self, self.dataset, out, misfit=extra.get("misfit"))
         if nifti:
             data = self.dataset
-            model = getattr(self.config, "mu_model", None)
             maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim, model)
             maps["mask"] = (self.mask, "mask: fitted voxels are 1")
             affine = data.affine if affine is None else affine
@@ -330,4 +334,5 @@ def quality_checks(
         history=history,
         mu_std=mu_std,
         members=config.ensemble,
+        law_spread=facts.get("law_spread"),
     )
