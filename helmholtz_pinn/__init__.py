@@ -37,6 +37,8 @@ _EXPORTS = {
     "baseline": ("assess.baselines", "ahi"),
     "curl_mdev": "assess.baselines",
     "simulate_elastic": "forward.elastic",
+    "simulate_clinical": "forward.clinical",
+    "CLINICAL_FAMILY": ("forward.clinical", "FAMILY"),
     "enable_compilation_cache": "fit.compile_cache",
     "FitQualityWarning": "assess.fit_checks",
     "HelmholtzPinnError": "errors",

@@ -49,9 +49,9 @@ class Config:
         frequencies), springpot (mu = kappa (i omega)^alpha, 0 < alpha < 1 varying in
         space, the phase angle alpha pi / 2 shared by all frequencies), per-frequency (an
         independent complex modulus per frequency) or auto (chosen by the data: the
-        springpot, else Voigt, else per-frequency, the first whose fit satisfies the PDE
-        at every frequency alike, helmholtz_pinn.assess.laws; one frequency needs no
-        law: per-frequency).
+        springpot and Voigt are both fitted and the one whose fit satisfies the PDE at
+        every frequency more alike is kept, helmholtz_pinn.assess.laws; one frequency
+        needs no law: per-frequency).
       aux_network: the network that outputs the navier pressure, u or mu; None: mu for
         2-D data, u for one 3-D fit.
       weighting: noise (each frequency's and component's field weighs 1 / n^2, n its

@@ -16,6 +16,7 @@ SMALL = dict(
     steps=10,
     pde_warmup=3,
     mu_ref=3000.0,
+    mu_model="voigt",  # one fit: auto would fit a second law (tests/fit/test_joint.py tests auto)
 )
 
 

@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from helmholtz_pinn.assess.laws import SPREAD_MAX
+from helmholtz_pinn.assess.laws import spread_limit
 from helmholtz_pinn.assess.metrics import per_frequency
 from helmholtz_pinn.errors import InputError
 
@@ -43,7 +43,6 @@ QUALITY_LIMITS = dict(
     fit=2e-3,
     loss=0.5,
     seeds=0.1,
-    law=SPREAD_MAX,
 )
 _UNITS = "check the data's spacing (m) and frequency (Hz)"
 
@@ -75,6 +74,7 @@ def fit_quality(
     mu_std: np.ndarray | None = None,
     members: int = 1,
     law_spread: float | None = None,
+    pde: str | None = None,
     checks: tuple[str, ...] = QUALITY_CHECKS,
 ) -> list[FitCheck]:
     """Plausibility checks of a finished fit, to catch failures that still give a map.
@@ -97,6 +97,7 @@ def fit_quality(
       law_spread: how much the per-frequency factors on the fitted law's modulus that
         best satisfy the PDE differ (:func:`helmholtz_pinn.pinn.dispersion.spread`); None
         where no law was fitted (one frequency, per-frequency moduli, a baseline).
+      pde: the fit's PDE form (its law_consistency limit: :func:`laws.spread_limit`).
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
 
     Returns one dict per check: ``name``, ``passed`` (bool), ``skipped`` (an input is
@@ -120,9 +121,10 @@ def fit_quality(
     - ``seed_agreement``: the median over the mask (all frequencies) of the seeds' spread
       of G' over the mean G'; fails above 0.1 (the map depends on the initialisation, not
       only on the data); skipped for one seed;
-    - ``law_consistency``: ``law_spread``; fails above 0.02 (the fitted wave wants a
-      modulus more than 2 % off the law's at some frequency: the law does not describe
-      the data's dispersion); skipped without a law.
+    - ``law_consistency``: ``law_spread``; fails above the form's limit, 0.0025 for
+      navier and 0.02 otherwise (the fitted wave wants a modulus that far off the law's
+      at some frequency: the law does not describe the data's dispersion); skipped
+      without a law.
 
     The limits' measurements: docs/defaults.md.
     """
@@ -139,7 +141,7 @@ def fit_quality(
         "data_fit": _fit_check(final_data, noise_fraction, field_weight, members),
         "loss_decrease": _loss_check(history),
         "seed_agreement": _seed_check(mu, mu_std, mask),
-        "law_consistency": _law_check(law_spread),
+        "law_consistency": _law_check(law_spread, spread_limit(pde)),
     }
     out = []
     for name in checks:
@@ -202,13 +204,12 @@ def _ahi_check(median: float, estimate: float | None):
     return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
 
 
-def _law_check(spread: float | None):
+def _law_check(spread: float | None, limit: float):
     if spread is None or not math.isfinite(spread):
-        return "no viscoelastic law fitted (one frequency or per-frequency moduli)"
-    limit = QUALITY_LIMITS["law"]
+        return "skipped: no viscoelastic law fitted (one frequency or per-frequency moduli)"
     measured = (
         f"the per-frequency moduli that best fit the fitted wave differ from the law's by up "
-        f"to {spread:.1%} between frequencies (limit {limit:.0%})"
+        f"to {spread:.2%} between frequencies (limit {limit:.2%})"
     )
     advice = (
         "the law does not describe the data's dispersion: fit with mu_model='auto' (chosen "

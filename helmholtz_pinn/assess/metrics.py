@@ -270,6 +270,7 @@ def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np
     true = np.asarray(true, dtype=complex)
     if not mask.any():
         raise InputError("the dataset mask selects no voxels")
+    mask = mask & np.isfinite(pred)  # a classical map has no value where its stencil fails
     err_storage = relative_error_map(pred.real, true.real)
     err_abs = relative_error_map(np.abs(pred), np.abs(true))
     err_loss = relative_error_map(pred.imag, true.imag)

@@ -161,12 +161,10 @@ def law_facts(scale: np.ndarray, frequency: np.ndarray) -> dict:
 
 def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | list[Result]:
     """``mu_model="auto"``: one frequency is fitted per-frequency (no law to choose);
-    otherwise the laws are fitted in the order :func:`laws.next_law` gives (the springpot;
-    Voigt too unless the springpot is clearly consistent; per-frequency moduli when
-    neither law is), judged by their ``law_spread`` (the worst over a batch), and
-    :func:`laws.chosen` is kept. A checkpoint folder gets one subfolder per law; the
-    warnings of a fit not kept are dropped. Every Result's ``law`` fact records the
-    choice and the spread of each law tried."""
+    otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
+    (the worst over a batch), and :func:`laws.chosen` is kept. A checkpoint folder gets
+    one subfolder per law; the warnings of the fit not kept are dropped. Every Result's
+    ``law`` fact records the choice and the spread of each law tried."""
     first = data if isinstance(data, Dataset) else next(iter(data), None)
     if isinstance(first, Dataset) and first.n_freq == 1:
         record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
@@ -175,11 +173,11 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     tried: dict[str, float | None] = {}
     fits, caught = {}, {}
     t0 = time.perf_counter()
-    while (law := laws.next_law(tried)) is not None:
-        if tried and run["progress"]:
-            print(laws.rejected(*list(tried.items())[-1], following=law), file=sys.stderr)
+    for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
         where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
+        if run["progress"]:
+            print(f"law: fitting {law}", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
             fits[law] = invert(data, cfg.replace(mu_model=law), **run, **where, **more)
@@ -188,17 +186,14 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     law = laws.chosen(tried)
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    fitted = fits[law]
     record = {
         "mu_model": law,
-        "chosen_by": "the spread of the per-frequency factors of each law's fit",
+        "chosen_by": "the lower spread of the per-frequency factors of each law's fit",
         "tried": tried,
-        "spread_sure": laws.SURE,
-        "spread_max": laws.SPREAD_MAX,
         "wall_time_s": round(time.perf_counter() - t0, 2),
         "line": laws.describe(law, tried),
     }
-    return _with_law(fitted, record)
+    return _with_law(fits[law], record)
 
 
 def _with_law(results: Result | list[Result], record: dict) -> Result | list[Result]:

@@ -17,7 +17,11 @@ coefficient fields evaluated at the quadrature points, and every frequency solve
     (K[G'] + i omega K[eta] + K[lambda] - omega^2 M + i omega C) u = 0,  u = u_D on Dirichlet dofs
 
 (complex symmetric, sparse direct LU). :func:`simulate_elastic` drives a slab phantom on
-its ``y = 0`` face and returns ``u`` at the voxel centres as a :class:`Dataset`.
+its ``y = 0`` face and returns ``u`` at the voxel centres as a :class:`Dataset`. The pieces
+(:func:`vector_basis`, :func:`shear_stiffness`, :func:`dashpot`, :func:`solve_system`) also
+serve media whose modulus follows another law per frequency
+(:mod:`helmholtz_pinn.forward.clinical`: ``K[G'_f] + i K[G''_f]`` in place of
+``K[G'] + i omega K[eta]``).
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ from helmholtz_pinn.io.dataset import Dataset
 
 __all__ = [
     "DEFAULT_FREQUENCIES", "LAYOUTS", "Inclusion", "Operators", "assemble", "box_mesh",
-    "component_of_dofs", "labels", "middle_slice", "nested_dissection", "sample", "shared_noise",
-    "simulate_elastic", "solve", "system_matrix",
+    "component_of_dofs", "dashpot", "labels", "middle_slice", "nested_dissection", "sample",
+    "shared_noise", "shear_stiffness", "simulate_elastic", "solve", "solve_system",
+    "system_matrix", "vector_basis",
 ]  # fmt: skip
 
 DEFAULT_FREQUENCIES: tuple[float, ...] = (60.0, 80.0, 100.0)
@@ -135,6 +140,29 @@ class Operators(NamedTuple):
     damping: sparse.csr_matrix  # dashpot on absorbing facets (zero matrix if none)
 
 
+def vector_basis(mesh: MeshTet) -> Basis:
+    """Vector quadratic (P2) basis on ``mesh`` with the order-4 quadrature of every form here."""
+    return Basis(mesh, ElementVector(ElementTetP2()), intorder=4)
+
+
+def shear_stiffness(basis: Basis, coefficient: np.ndarray) -> sparse.csr_matrix:
+    """``K[c]``: the matrix of ``int 2 c eps(u):eps(v) dx`` for a real coefficient ``c`` at the
+    quadrature points of ``basis`` (``G'`` in Pa gives ``K[G']``, ``eta`` in Pa s ``K[eta]``;
+    linear in ``c``, so ``K[mu] = K[Re mu] + i K[Im mu]`` for a complex modulus)."""
+    return asm(_shear, basis, c=coefficient).tocsr()
+
+
+def dashpot(
+    basis: Basis, facets: np.ndarray, storage: Field, lam: float, rho: float
+) -> sparse.csr_matrix:
+    """``C``: the Lysmer-Kuhlemeyer dashpot on ``facets``, ``traction = -i omega C u`` with
+    impedances ``rho c_s = sqrt(rho G')`` (tangential) and ``rho c_p = sqrt(rho (lambda +
+    2 G'))`` (normal); ``storage`` (``G'``, Pa) is evaluated at the facet quadrature points."""
+    fb = FacetBasis(basis.mesh, basis.elem, facets=facets, intorder=4)
+    gf = storage(np.asarray(fb.global_coordinates()))
+    return asm(_dashpot, fb, zs=np.sqrt(rho * gf), zp=np.sqrt(rho * (lam + 2 * gf))).tocsr()
+
+
 def assemble(
     mesh: MeshTet, storage: Field, viscosity: Field, lam: float, rho: float, absorbing=None
 ) -> Operators:
@@ -146,22 +174,20 @@ def assemble(
     ``c_p = sqrt((lambda + 2 G')/rho)``: it matches outgoing plane waves at normal
     incidence (``C`` is assembled here, the factor ``i omega`` is applied per frequency).
     """
-    basis = Basis(mesh, ElementVector(ElementTetP2()), intorder=4)
+    basis = vector_basis(mesh)
     x = np.asarray(basis.global_coordinates())
     g = storage(x)
     ops = dict(
-        k_storage=asm(_shear, basis, c=g),
-        k_viscosity=asm(_shear, basis, c=np.broadcast_to(viscosity(x), g.shape)),
-        k_lambda=asm(_bulk, basis, c=np.full_like(g, lam)),
-        mass=asm(_mass, basis, c=np.full_like(g, rho)),
+        k_storage=shear_stiffness(basis, g),
+        k_viscosity=shear_stiffness(basis, np.broadcast_to(viscosity(x), g.shape)),
+        k_lambda=asm(_bulk, basis, c=np.full_like(g, lam)).tocsr(),
+        mass=asm(_mass, basis, c=np.full_like(g, rho)).tocsr(),
     )
     if absorbing is not None and len(absorbing):
-        fb = FacetBasis(mesh, basis.elem, facets=absorbing, intorder=4)
-        gf = storage(np.asarray(fb.global_coordinates()))
-        damping = asm(_dashpot, fb, zs=np.sqrt(rho * gf), zp=np.sqrt(rho * (lam + 2 * gf)))
+        damping = dashpot(basis, absorbing, storage, lam, rho)
     else:
         damping = sparse.csr_matrix((basis.N, basis.N))
-    return Operators(basis, **{k: v.tocsr() for k, v in ops.items()}, damping=damping.tocsr())
+    return Operators(basis, **ops, damping=damping)
 
 
 def system_matrix(ops: Operators, omega: float) -> sparse.csr_matrix:
@@ -177,8 +203,20 @@ def solve(
     on the other rows (natural or dashpot conditions elsewhere): the free dofs in
     :func:`nested_dissection` order, solved by :func:`fem_solve.solve`
     (``precision`` "double" or "mixed")."""
-    a = system_matrix(ops, omega)
-    order = nested_dissection(ops.basis.doflocs)
+    return solve_system(system_matrix(ops, omega), ops.basis.doflocs, dofs, values, precision)
+
+
+def solve_system(
+    a: sparse.csr_matrix,
+    doflocs: np.ndarray,
+    dofs: np.ndarray,
+    values: np.ndarray,
+    precision: str = "double",
+) -> np.ndarray:
+    """``u`` (complex, ``(N,)``) with ``u[dofs] = values`` and ``(A u)[free] = 0`` for any
+    system matrix ``A`` on the dofs at ``doflocs`` (3, N) m: the free dofs in
+    :func:`nested_dissection` order, solved by :func:`fem_solve.solve`."""
+    order = nested_dissection(doflocs)
     free = order[~np.isin(order, dofs)]
     u = np.zeros(a.shape[0], complex)
     u[dofs] = values

@@ -335,4 +335,5 @@ def quality_checks(
         mu_std=mu_std,
         members=config.ensemble,
         law_spread=facts.get("law_spread"),
+        pde=facts.get("pde"),
     )

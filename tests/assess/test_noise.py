@@ -53,7 +53,7 @@ def test_weights_silence_noise_only_and_numerically_zero_components():
     rng = np.random.default_rng(0)
     shape = data.u[:, :1].shape
     noise = 0.1 * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
-    cfg = Config()
+    cfg = Config(mu_model="voigt")
     prep = prepare(_with_third(data, noise), cfg)
     w_noise, rms = prep.problem.weight, prep.u_scale
     w_tiny = prepare(_with_third(data, 1e-14 * data.u[:, :1]), cfg).problem.weight
@@ -73,7 +73,7 @@ def test_a_frequency_without_signal_is_refused():
     data = plane_wave_dataset(n=16)
     dead = dataclasses.replace(data, u=data.u * np.array([1.0, 0.0])[:, None, None, None])
     with pytest.raises(InputError, match="zero in the mask for every component at \\[90.0\\]"):
-        prepare(dead, Config())
+        prepare(dead, Config(mu_model="voigt"))
 
 
 def test_a_noise_only_component_does_not_pull_the_modulus():

@@ -36,6 +36,8 @@ TINY = [
     "128",
     "--pde-warmup",
     "10",
+    "--mu-model",
+    "voigt",
     "--no-progress",
 ]
 
@@ -492,3 +494,20 @@ def test_baseline_help_states_the_measured_default_widths():
     sub = next(a for a in cli_module.build_parser()._actions if a.dest == "command")
     sigma = next(a for a in sub.choices["baseline"]._actions if a.dest == "sigma")
     assert f"{AHI_SIGMA:g} for ahi, {CURL_SIGMA:g} for curl-mdev" in sigma.help
+
+
+def test_invert_default_law_is_chosen_printed_and_recorded(phantom, tmp_path):
+    """--mu-model auto (the default): the springpot is fitted first; the law kept, the
+    spread of every law tried and the kept law's own map (alpha, or Voigt's viscosity in
+    Pa s) are printed, recorded and saved."""
+    out = tmp_path / "auto"
+    proc = cli("invert", phantom, "--out", out, *TINY, "--mu-model", "auto")
+    law = json.loads((out / "metrics.json").read_text())["law"]
+    assert list(law["tried"])[0] == "springpot" and law["mu_model"] in law["tried"]
+    assert law["line"] in proc.stdout
+    config = json.loads((out / "config.json").read_text())
+    assert config["mu_model"] == law["mu_model"]
+    with np.load(out / "mu.npz") as saved:
+        own = {"springpot": "alpha", "voigt": "viscosity"}.get(law["mu_model"])
+        assert own is None or str(saved[f"{own}_unit"]) in ("1", "Pa s")
+        assert {k for k in saved if k in ("alpha", "viscosity")} == ({own} if own else set())

@@ -23,6 +23,7 @@ from helmholtz_pinn.io import dataset as data
 
 TINY = ["--width", "16", "--depth", "2", "--mu-width", "8", "--mu-depth", "1"]
 TINY += ["--n-features", "8", "--batch-size", "64", "--pde-warmup", "3", "--no-progress"]  # = SMALL
+TINY += ["--mu-model", "voigt"]
 
 
 @pytest.fixture(scope="module")

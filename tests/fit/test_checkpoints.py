@@ -289,9 +289,7 @@ def test_a_resume_with_fewer_steps_than_done_says_so(data, finished, tmp_path):
     np.testing.assert_array_equal(res.mu, finished[1])
 
 
-def test_an_earlier_runs_checkpoints_survive_until_the_new_run_has_one(
-    data, tmp_path, monkeypatch
-):
+def test_an_earlier_runs_checkpoints_survive_until_the_new_run_has_one(data, tmp_path, monkeypatch):
     """A fresh fit into a folder of an earlier run's checkpoints whose own first write
     fails (a full disk): the earlier checkpoint is not lost (set aside in
     ``checkpoints.previous``); once a new checkpoint is written it goes."""

@@ -83,12 +83,12 @@ def test_joint_voigt_fit_recovers_storage_and_viscosity(phantom):
     1000 steps the median error reached 3.5 %. Tolerances: G' 3 %, its median error 3 %,
     eta 10 %, tie 1e-5.
 
-    The law is the default's choice: the springpot fit first left a spread of 2.0 %
-    between the frequencies' factors (not clear), Voigt 0.1 %, so Voigt is kept."""
+    The law is the default's choice: both laws are fitted; the springpot left a spread of
+    2.0 % between the frequencies' factors, Voigt 0.1 %, so Voigt is kept."""
     res = inversion.invert(phantom, progress=False, pde="helmholtz", **FIT)
     law = res.metrics["law"]
     assert law["mu_model"] == "voigt" and list(law["tried"]) == ["springpot", "voigt"]
-    assert law["tried"]["voigt"] < min(law["tried"]["springpot"], laws.SURE)
+    assert law["tried"]["voigt"] < law["tried"]["springpot"] / 3
     assert res.mu.shape == (len(FREQS), *GRID) and np.iscomplexobj(res.mu)
     assert np.all(np.isfinite(res.mu))
     eta = viscosity(res.mu)
@@ -226,12 +226,12 @@ def test_springpot_fit_recovers_the_exponent_and_the_modulus():
     2973-2988 Pa (<= 0.9 % low), median error of G' 0.9-2.4 % (at 1000 steps 1.7-3.2 %).
     Tolerances: alpha 0.03, |G*| 3 %, G' error 5 %.
 
-    The law is the default's choice: the springpot's spread is 0.05 % (clear), so it is
-    the only law fitted; a Voigt fit of the same data leaves 3.6 % and fails the check."""
+    The right law is quiet: its per-frequency factors spread by 0.05 % (observed), far
+    below the 2 % limit; a Voigt fit of the same data leaves 3.6 % (the next test)."""
     data = springpot_waves()
-    res = inversion.invert(data, progress=False, pde="helmholtz", **FIT)
-    assert res.metrics["law"]["mu_model"] == "springpot"
-    assert list(res.metrics["law"]["tried"]) == ["springpot"]
+    res = inversion.invert(data, progress=False, pde="helmholtz", mu_model="springpot", **FIT)
+    check = next(c for c in res.metrics["fit_quality"] if c["name"] == "law_consistency")
+    assert check["passed"] and check["value"] < laws.spread_limit("helmholtz") / 4
     alpha = np.angle(res.mu) * 2 / np.pi
     np.testing.assert_allclose(alpha[0], alpha[1], atol=1e-5)  # one exponent for all f
     assert np.median(alpha) == pytest.approx(0.3, abs=0.03)
@@ -244,11 +244,10 @@ def test_springpot_fit_recovers_the_exponent_and_the_modulus():
 
 def test_a_wrong_law_is_flagged():
     """Voigt on power-law waves: the per-frequency factors spread by 3.6 % (observed),
-    above the 2 % limit, so law_consistency fails and warns; the right law passes (the
-    test above)."""
+    above the 2 % limit of the helmholtz form, so law_consistency fails and warns."""
     with pytest.warns(FitQualityWarning, match="law_consistency"):
         res = inversion.invert(
             springpot_waves(), progress=False, pde="helmholtz", mu_model="voigt", **FIT
         )
     check = next(c for c in res.metrics["fit_quality"] if c["name"] == "law_consistency")
-    assert not check["passed"] and check["value"] > 1.5 * laws.SPREAD_MAX
+    assert not check["passed"] and check["value"] > 1.5 * laws.spread_limit("helmholtz")

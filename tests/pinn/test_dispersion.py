@@ -30,7 +30,7 @@ def test_frequency_scale_is_the_modulus_the_wave_asks_for(monkeypatch, rng):
     monkeypatch.setattr(dispersion.train, "evaluate_fields", _fields)
     monkeypatch.setattr(dispersion, "CHUNK", 64)
     dispersion._sums.cache_clear()
-    spec = train.Spec.of(Config(**SMALL, pde="helmholtz", mu_model="voigt"), 2, 2, 1)
+    spec = train.Spec.of(Config(**{**SMALL, "pde": "helmholtz"}), 2, 2, 1)
     x = rng.uniform(size=(300, 2)).astype(np.float32)
     problem = train.Problem(
         x=np.concatenate([x, np.full((20, 2), 9.0, np.float32)]),  # 20 padding rows
