@@ -176,8 +176,8 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
         where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
-        if run["progress"]:
-            print(f"law: fitting {law}", file=sys.stderr)
+        if tried and run["progress"]:
+            print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
             fits[law] = invert(data, cfg.replace(mu_model=law), **run, **where, **more)

@@ -61,6 +61,9 @@ class RunFacts(TypedDict, total=False):
     batch_members: int
     batch_index: int
     ensemble_dropped_seeds: list[int] | dict[str, list[int]]
+    law_scale: list[dict[str, float]]  # per frequency: frequency_hz, abs, phase_deg
+    law_spread: float
+    law: dict[str, Any]  # mu_model="auto": the law kept, the spread of each law tried
     resumed_from_step: int | None
     resumed_from: str | None
     no_checkpoint_in: str

@@ -54,7 +54,8 @@ def fields(params, consts, spec, x, omega_ratio):
     [("helmholtz", 3, 1), ("hetero", 1, 3)],  # mu 6 outputs as u, values only; 2 of 6, + grad
 )
 def test_layouts_equal_the_reference_fields_and_gradients(layout, pde, n_freq, n_comp):
-    cfg = Config(**{**SMALL, "mu_width": 16, "mu_depth": 2, "pde": pde}, mu_model="per-frequency")
+    settings = {**SMALL, "mu_width": 16, "mu_depth": 2, "pde": pde, "mu_model": "per-frequency"}
+    cfg = Config(**settings)
     spec = train.Spec.of(cfg, 2, n_freq, n_comp)
     state = train.init_state(spec, 0, 2.0, 1.0, 1e-3)
     assert model.can_stack(
