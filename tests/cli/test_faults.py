@@ -3,11 +3,15 @@ Ctrl-C (SIGINT) writes a final checkpoint, prints one line, exits 130,
 and --resume ends bit for bit at the uninterrupted result; a full disk while writing
 the results is one line, keeps the checkpoints, and --resume writes the results without
 training again; a full disk while checkpointing stops with one line, the previous
-checkpoint kept; a read-only output folder is refused before any training."""
+checkpoint kept; a read-only output folder is refused before any training; a second
+command into the same folder is refused while the first finishes right."""
 
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import orbax.checkpoint as ocp
@@ -20,6 +24,7 @@ from helmholtz_pinn.errors import OutputError
 from helmholtz_pinn.fit import checkpoints
 from helmholtz_pinn.fit.inversion import invert
 from helmholtz_pinn.io import dataset as data
+from helmholtz_pinn.report.folder_lock import LOCK_NAME
 
 TINY = ["--width", "16", "--depth", "2", "--mu-width", "8", "--mu-depth", "1"]
 TINY += ["--n-features", "8", "--batch-size", "64", "--pde-warmup", "3", "--no-progress"]  # = SMALL
@@ -142,3 +147,35 @@ def test_a_second_ctrl_c_interrupts_at_once():
             signal.raise_signal(signal.SIGINT)  # second: at once
             pytest.fail("the second SIGINT did not interrupt")
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_second_run_into_the_same_folder_is_refused_while_the_first_finishes_right(
+    files, tmp_path
+):
+    """Two commands write one --out: the second is refused with one line naming the
+    first's process (exit 2, nothing of its own written), and the first ends with the
+    map the same command gives alone."""
+    out, alone = tmp_path / "shared", tmp_path / "alone"
+    args = [str(files[0]), *TINY, "--steps", "2000", "--sync-interval", "100"]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "MPLBACKEND": "Agg"}
+    command = [sys.executable, "-m", "helmholtz_pinn.cli", "invert", *args, "--out", str(out)]
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / LOCK_NAME).exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        second = subprocess.run(
+            [*command[:-1], str(out), "--seed", "1"], env=env, capture_output=True, text=True
+        )
+        assert second.returncode == 2
+        line = second.stderr.strip()
+        assert "\n" not in line and f"in use by process {first.pid}" in line, line
+        assert first.wait(timeout=600) == 0, first.communicate()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert cli.main(["invert", *args, "--out", str(alone)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["seed"] == 0 and not (out / LOCK_NAME).exists()
+    np.testing.assert_array_equal(np.load(out / "mu.npz")["mu"], np.load(alone / "mu.npz")["mu"])
