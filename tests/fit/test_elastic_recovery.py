@@ -16,6 +16,7 @@ from helmholtz_pinn.io.dataset import example
 CPU_FIT = Config(
     width=64, depth=2, mu_width=32, mu_depth=2, n_features=32, batch_size=1080,
     steps=2000, sync_interval=100, pde_warmup=300, learning_rate=3e-3, seed=0,
+    mu_model="voigt",  # the phantom's law: one fit (auto fits two; tests/fit/test_joint.py)
 )  # fmt: skip
 
 
