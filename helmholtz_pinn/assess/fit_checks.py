@@ -34,15 +34,7 @@ QUALITY_CHECKS = (
 )
 # Limits of the checks (fractions and factors; see fit_quality).
 QUALITY_LIMITS = dict(
-    low=0.02,
-    high=50.0,
-    at_bound=0.5,
-    ahi=2.0,
-    pde=0.3,
-    noise=0.25,
-    fit=2e-3,
-    loss=0.5,
-    seeds=0.1,
+    low=0.02, high=50.0, at_bound=0.5, ahi=2.0, pde=0.3, noise=0.25, fit=2e-3, loss=0.5, seeds=0.1
 )
 _UNITS = "check the data's spacing (m) and frequency (Hz)"
 

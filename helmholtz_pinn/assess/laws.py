@@ -28,7 +28,6 @@ import math
 from collections.abc import Sequence
 
 ORDER = ("springpot", "voigt")  # the laws auto fits, in this order
-LAWS = ORDER
 # largest spread of a law that describes the data, per PDE form (fractions; tuning
 # measurements in docs/defaults.md); other forms: DEFAULT_SPREAD_MAX
 SPREAD_MAX = {"navier": 0.0025}

@@ -143,7 +143,7 @@ def law_facts(scale: np.ndarray, frequency: np.ndarray) -> dict:
     empty when they are NaN (no law fitted, or one frequency)."""
     scale = np.asarray(scale, complex).reshape(-1, len(frequency))
     scale = scale[np.isfinite(scale).all(axis=1)]
-    if not scale.size or len(frequency) < 2:
+    if not scale.size:  # no law fitted (NaN), or one frequency (none computed)
         return {}
     mean = scale.mean(axis=0)
     return {
