@@ -43,8 +43,10 @@ class Config:
       activation: hidden activation, tanh or sin.
       pde: the residual form: helmholtz (mu Lap u + rho omega^2 u = 0), hetero
         (div(mu grad u) + rho omega^2 u = 0), curl (hetero on q = curl u, three
-        components), navier (the elastic Navier-Cauchy equation with a free pressure) or
-        auto (navier for three-component data, hetero otherwise).
+        components), navier (the elastic Navier-Cauchy equation with a free pressure), weak
+        (the elastic equation integrated against divergence-free test fields on small
+        patches: no pressure, first derivatives only) or auto (navier for three-component
+        data, hetero otherwise).
       mu_model: the viscoelastic law: voigt (mu = G' + i omega eta, shared by all
         frequencies), springpot (mu = kappa (i omega)^alpha, 0 < alpha < 1 varying in
         space, the phase angle alpha pi / 2 shared by all frequencies), per-frequency (an
@@ -67,9 +69,10 @@ class Config:
       learning_rate: Adam step size at the start.
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
-      pde_margin: voxels of the mask's in-plane rim whose PDE residual is left out (their
-        data term stays); None: for a 3-D navier fit a sixth of the shortest expected
-        shear wavelength in voxels (at least 1), else 0.
+      pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)
+        whose PDE residual is left out (their data term stays; a mask's rim inside the
+        field of view keeps its residual); None: for a 3-D navier fit a sixth of the
+        shortest expected shear wavelength in voxels (at least 1), else 0.
       plateau_patience: blocks without a 1 % improvement before the rate is reduced.
       plateau_factor: the reduction: the rate is multiplied by this.
       min_lr: the rate never goes below this; a fit stalled there stops early.

@@ -5,7 +5,8 @@
     |   |                            what was expected
     |   +-- ConfigError              a Config field or a run option
     |   +-- DatasetError             a dataset file or array
-    |   +-- DeviceMemoryError        the problem does not fit the device(s)
+    |   +-- DeviceMemoryError        the problem does not fit the device(s), or its
+    |                                results the host's memory
     +-- CheckpointError              a checkpoint cannot be used to resume this run
     +-- OutputError (OSError)        the output folder cannot be created or written
     +-- MissingDependencyError (ImportError)   an optional package is not installed
@@ -38,7 +39,8 @@ class DatasetError(InputError):
 
 
 class DeviceMemoryError(InputError):
-    """A problem's arrays do not fit in device memory."""
+    """A problem's arrays do not fit in device memory, or the results of a fit (maps on
+    the full grid) in the host's (:func:`helmholtz_pinn.fit.memory.check_results_fit`)."""
 
 
 class CheckpointError(HelmholtzPinnError):

@@ -130,10 +130,12 @@ def cmd_invert(args) -> int:
     if args.slicewise and len(paths) != 1:
         raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
     datasets = [_load_or_phantom(p) for p in paths]  # before JAX: input errors answer at once
-    fresh = not args.out.exists()
-    lock = FolderLock(args.out) if _lead_process(args) else contextlib.nullcontext()
+    fresh, lead = not args.out.exists(), _lead_process(args)
+    lock = FolderLock(args.out) if lead else contextlib.nullcontext()
     try:
         with lock:
+            if lead:  # the folder's writer: first a result a killed run left half-moved
+                _finish_swaps(args.out)
             return _invert(args, datasets, paths)
     except InputError as err:  # refused at the door (plausibility): leave no output folder
         if fresh:
@@ -146,6 +148,16 @@ def cmd_invert(args) -> int:
         if named == str(err):
             raise
         raise type(err)(named) from None
+
+
+def _finish_swaps(out: Path) -> None:
+    """Finish the result that a killed run was moving into ``out`` (or ``OUT/<stem>/``), or
+    remove the one it was still writing (:func:`helmholtz_pinn.report.files.finish_swaps`),
+    with one note each; run once the folder lock is held."""
+    from helmholtz_pinn.report import files
+
+    for note in files.finish_swaps(out):
+        print(f"note: {note}", file=sys.stderr)
 
 
 def _lead_process(args) -> bool:
@@ -223,6 +235,7 @@ def cmd_baseline(args) -> int:
     notes = input_checks.check(data.unit_amplitude(dataset)[0], force=args.force)
     keys = ("smoothing", "sigma", "sigma_mm", "window")
     with FolderLock(args.out):
+        _finish_swaps(args.out)
         res = result.baseline_result(
             dataset, args.method, margin=args.metric_margin, **{k: getattr(args, k) for k in keys}
         )

@@ -155,6 +155,7 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         rows=rows,
         per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
         batch_size=spec.batch_size,
+        patch_size=spec.patch_size,
         members=members,
         shared_problem=members > 0 and not stacked,
     )

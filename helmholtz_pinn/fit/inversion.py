@@ -26,7 +26,7 @@ import numpy as np
 from helmholtz_pinn.assess import fit_checks, input_checks, laws, metrics
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError, warn
-from helmholtz_pinn.fit import checkpoints, chunks, host_loop
+from helmholtz_pinn.fit import checkpoints, chunks, host_loop, memory
 from helmholtz_pinn.io.dataset import Dataset, unit_amplitude, z_slices
 from helmholtz_pinn.pinn import dispersion, problem, train
 from helmholtz_pinn.pinn.problem import Prepared, shared_settings
@@ -82,6 +82,7 @@ def invert(
     :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
     """
     cfg = (config or Config()).replace(**overrides)
+    memory.check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit
     if cfg.mu_model == "auto":
         run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
         more = dict(force=force, drop_empty_components=drop_empty_components)
@@ -424,10 +425,10 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
             f"{SHORT_RUN}: {ran} steps are at most plateau_patience={cfg.plateau_patience} "
             "blocks: the learning-rate schedule never acted"
         )
-    if facts.get("pde_margin"):
+    if facts.get("pde_margin") and facts.get("pde_fraction", 0) < 1:
         notes.append(
-            f"the PDE residual of the mask's in-plane rim of {facts['pde_margin']} voxel(s) was "
-            f"left out of the loss ({1 - facts['pde_fraction']:.0%} of the mask's voxels): "
+            f"the PDE residual within {facts['pde_margin']} voxel(s) of the field of view's "
+            f"in-plane edges was left out of the loss ({1 - facts['pde_fraction']:.0%} of the mask's voxels): "
             "the modulus there is the mu-network's continuation from inside (pde_margin; 0 "
             "fits the PDE everywhere)"
         )

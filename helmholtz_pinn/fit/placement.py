@@ -85,6 +85,7 @@ def plan(
     rows: int,
     per_voxel: int,
     batch_size: int,
+    patch_size: int = 1,
     members: int = 0,
     shared_problem: bool = False,
 ) -> Placement:
@@ -95,7 +96,8 @@ def plan(
     (one fit) every device still drawing ``DP_MIN_POINTS`` points per step, or a problem
     that does not fit one device. Under many processes (:func:`initialize_distributed`)
     every device of every process takes part: ``devices`` must be None/"all" or their
-    number. ``rows`` voxel rows per problem of ``per_voxel`` bytes; the memory needed
+    number. ``rows`` voxel rows per problem of ``per_voxel`` bytes; a step reads
+    ``patch_size`` network points per sampled voxel (a weak form's patch). The memory needed
     per device is checked here (on this process's first device).
     """
     visible = jax.devices()
@@ -114,7 +116,7 @@ def plan(
         else:
             free = memory.free_device_memory(visible[0])
             too_big = free is not None and rows * per_voxel > memory.MEMORY_FRACTION * free
-            use = min(batch_size, rows) >= DP_MIN_POINTS * n or too_big
+            use = min(batch_size, rows) * patch_size >= DP_MIN_POINTS * n or too_big
         chosen = visible if use else visible[:1]
     else:
         if isinstance(devices, str) and devices.isdigit():
@@ -162,9 +164,10 @@ def _named(axes, mesh: Mesh):
 
 
 def compiler_options(spec: train.Spec) -> dict:
-    """XLA options of a block: :func:`helmholtz_pinn.pinn.model.gemm_options` of its batch
-    per device and dimension (cuBLAS GEMMs on a GPU for large batches and volumes)."""
-    return model.gemm_options(spec.batch_size, spec.ndim)
+    """XLA options of a block: :func:`helmholtz_pinn.pinn.model.gemm_options` of its network
+    points per step (batch x patch) and dimension (cuBLAS GEMMs on a GPU for large batches
+    and volumes)."""
+    return model.gemm_options(spec.batch_size * spec.patch_size, spec.ndim)
 
 
 @functools.lru_cache(maxsize=32)

@@ -56,7 +56,8 @@ def frequency_scale(
 @functools.lru_cache(maxsize=16)
 def _sums(spec: train.Spec):
     def fn(params, consts, x, valid, weight, kappa, omega_ratio, scale):
-        f = train.evaluate_fields(params, consts, spec, x, omega_ratio)._replace(scale=scale)
+        points = train.patch_points(spec, x, kappa)
+        f = train.evaluate_fields(params, consts, spec, points, omega_ratio)._replace(scale=scale)
         zero = f._replace(mu=jnp.zeros_like(f.mu))
         if f.grad_mu is not None:
             zero = zero._replace(grad_mu=jnp.zeros_like(f.grad_mu))

@@ -188,10 +188,17 @@ def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
 
 def pde_rows(mask: np.ndarray, margin: int) -> np.ndarray:
     """(M,) float32 over the mask's voxels (C order): 1 where the PDE residual is fitted,
-    0 within ``margin`` voxels of the mask's rim along grid axes 0 and 1
-    (:func:`~helmholtz_pinn.assess.metrics.interior_mask`)."""
+    0 within ``margin`` voxels of the field of view's edges along grid axes 0 and 1.
+
+    The margin is for a specimen's traction-free faces, where the field of view ends (a
+    slab's sides). The rim of a mask inside the field of view (an organ outlined in
+    surrounding tissue, NaN outside) is tissue, not a free face: its residual is kept
+    (docs/defaults.md, ``pde_margin``)."""
+    mask = np.asarray(mask, bool)
     try:
-        inner = interior_mask(mask, margin, (0, 1))
+        inner = interior_mask(np.ones_like(mask), margin, (0, 1)) & mask
+        if not inner.any():
+            raise InputError(f"a margin of {margin} voxels leaves no voxel of the mask")
     except InputError as err:
         raise InputError(f"pde_margin={margin}: {err}; set a smaller pde_margin") from err
     return inner[mask].astype(np.float32)

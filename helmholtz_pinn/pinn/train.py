@@ -29,6 +29,7 @@ import optax
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.pinn import forms, scaling
+from helmholtz_pinn.pinn.forms import weak
 from helmholtz_pinn.pinn.model import (
     GRAD,
     HESS,
@@ -53,8 +54,9 @@ MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
 AUX_NETWORK = {2: "mu", 3: "u"}
 # The in-plane rim without a PDE residual (Config.pde_margin None), by form and dimension,
-# in shortest shear wavelengths (3 voxels on 1 mm data at 60-100 Hz; docs/defaults.md).
-PDE_MARGIN = {"navier": {3: 1 / 6}}
+# in shortest shear wavelengths (3 voxels on 1 mm data at 60-100 Hz; docs/defaults.md); for
+# the weak form its patches' half-width, so that in-plane a patch stays on the mask.
+PDE_MARGIN = {"navier": {3: 1 / 6}, "weak": {2: weak.HALF_WIDTH, 3: weak.HALF_WIDTH}}
 
 
 class Problem(NamedTuple):
@@ -155,6 +157,12 @@ class Spec:
         )
 
     @property
+    def patch_size(self) -> int:
+        """Points the networks see per sampled voxel: Q of the form's stencil, else 1."""
+        stencil = self.form.stencil
+        return 1 if stencil is None else len(stencil(self.ndim).offsets)
+
+    @property
     def mu_order(self) -> int:
         return GRAD if {"grad_mu", "grad_aux"} & self.form.needs else VALUE
 
@@ -223,12 +231,27 @@ def init_state(
     return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
 
 
+def patch_points(spec: Spec, x: jax.Array, kappa: jax.Array) -> jax.Array:
+    """Where the form reads the fields for the sampled voxels x (N, d): x itself for a
+    pointwise form; for a form with a stencil the points c + h s_q of the patch around each
+    voxel c, (N, Q, d) (row 0 the centre), h = ``form.half_width(kappa)``."""
+    form = spec.form
+    if form.stencil is None:
+        return x
+    offsets = jnp.asarray(form.stencil(spec.ndim).offsets, x.dtype)
+    return x[:, None, :] + form.half_width(kappa).astype(x.dtype) * offsets[None]
+
+
 def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.Array):
-    """The :class:`helmholtz_pinn.pinn.forms.Fields` the PDE form needs, at points x (N, d).
+    """The :class:`helmholtz_pinn.pinn.forms.Fields` the PDE form needs, at points x (N, d),
+    or at patches x (N, Q, d) (:func:`patch_points`; every field then has a patch axis).
 
     Both networks go through :func:`helmholtz_pinn.pinn.model.apply_pair`, each carrying only
     the derivative order the form asks for.
     """
+    if x.ndim == 3:
+        flat = evaluate_fields(params, consts, spec, x.reshape(-1, x.shape[-1]), omega_ratio)
+        return forms.with_patch_axis(flat, *x.shape[:2])
     orders, depths = (spec.u_order, spec.mu_order), (spec.depth, spec.mu_depth)
     su, smu = apply_pair(params, consts, x, spec.activation, orders, depths)
     ju = split_jet(su, spec.ndim, spec.u_order)
@@ -260,17 +283,22 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
 def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
     """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,), PDE point weight
     (N,)): weighted means of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding,
-    and for the PDE in the margin) and fields (w_fc). The one place the loss is formed."""
+    and for the PDE in the margin) and fields (w_fc). The one place the loss is formed.
+    A form with a stencil reads its patches (:func:`patch_points`; a patch has its
+    centre's PDE weight) and the data term u at their centres."""
     x, u_obs, point, pde_point = batch
-    f = evaluate_fields(params, consts, spec, x, problem.omega_ratio)._replace(scale=problem.scale)
+    points = patch_points(spec, x, problem.kappa)
+    f = evaluate_fields(params, consts, spec, points, problem.omega_ratio)
+    f = f._replace(scale=problem.scale)
     r = spec.form.residual(f, problem.kappa)
+    u = f.u if spec.form.stencil is None else f.u[:, 0]
     w_fc = problem.weight
 
     def mean(sq, w_point):
         norm = jnp.maximum(jnp.sum(w_point), 1.0) * jnp.sum(w_fc)
         return jnp.sum(w_point[:, None, None] * w_fc[None] * sq) / norm
 
-    return mean(jnp.abs(f.u - u_obs) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
+    return mean(jnp.abs(u - u_obs) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
 
 
 def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:

@@ -71,11 +71,16 @@ RESULT_FILES = (
 def clear_results(out: Path) -> list[str]:
     """Delete an earlier run's :data:`RESULT_FILES` and ``maps/*.nii.gz`` in ``out``;
     returns their names."""
-    found = [out / name for name in RESULT_FILES if (out / name).is_file()]
-    found += sorted((out / "maps").glob("*.nii.gz"))
+    found = _result_paths(out)
     for path in found:
         path.unlink()
     return [str(p.relative_to(out)) for p in found]
+
+
+def _result_paths(out: Path) -> list[Path]:
+    """The :data:`RESULT_FILES` and ``maps/*.nii.gz`` in ``out``."""
+    found = [out / name for name in RESULT_FILES if (out / name).is_file()]
+    return found + sorted((out / "maps").glob("*.nii.gz"))
 
 
 @contextlib.contextmanager
@@ -96,31 +101,90 @@ def writing(out: Path):
 
 
 STAGE = ".writing"  # OUT/.writing/: a result being written, moved into OUT when whole
+MARKER = "complete.json"  # OUT/.writing/complete.json: the stage's files, written last
+LAST = "metrics.json"  # out of OUT first and into it last: a folder with it holds a whole result
 
 
 @contextlib.contextmanager
 def staged(out: Path):
-    """Write a result into ``OUT/.writing/`` (yielded); when every file is written, the
-    earlier result's files (:data:`RESULT_FILES`, ``maps/*.nii.gz``) are deleted and the
-    new ones renamed into ``out``. A write that fails (a full disk, an error) removes the
-    stage and leaves the earlier result as it was: never a mix of two runs' files."""
+    """Write a result into ``OUT/.writing/`` (yielded); when every file is written, their
+    list is written last into ``OUT/.writing/complete.json`` (the marker) and the
+    result is moved into ``out`` (:func:`_swap`). A write that fails (a full disk, an
+    error) removes the stage and leaves the earlier result as it was. A stage that a
+    killed run left is finished first (:func:`finish_swap`).
+
+    What a reader can rely on: ``out`` with ``metrics.json`` holds one whole result
+    (the earlier one until the swap starts, the new one once it is done); without it a
+    swap was stopped half-way, and the next command into ``out`` (or ``save``) finishes
+    it. Renames are atomic against a killed process, not against a power cut (nothing
+    is fsynced)."""
     import shutil
 
     stage = out / STAGE
-    shutil.rmtree(stage, ignore_errors=True)  # a stage left by a killed run
+    finish_swap(out)
     try:
         stage.mkdir()
         yield stage
+        names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+        write_json(stage / MARKER, {"files": names})  # atomic: whole or absent
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    clear_results(out)
-    for path in sorted(stage.rglob("*")):
-        if path.is_file():
-            target = out / path.relative_to(stage)
-            target.parent.mkdir(exist_ok=True)
-            path.replace(target)
+    _swap(out, stage, names)
+
+
+def _swap(out: Path, stage: Path, names: list[str]) -> None:
+    """Move the staged files ``names`` (paths relative to ``stage``) into ``out``: first
+    ``metrics.json`` of the earlier result is deleted, then its other result files that
+    the new result does not replace; the new files are renamed in with ``metrics.json``
+    last; the stage is deleted. Repeated after a kill at any point, it ends the same:
+    files already moved are skipped, and ``metrics.json`` already in place is kept."""
+    import shutil
+
+    if (stage / LAST).is_file() or LAST not in names:
+        (out / LAST).unlink(missing_ok=True)
+    for path in _result_paths(out):
+        if path.relative_to(out).as_posix() not in names:
+            path.unlink()
+    for name in sorted(names, key=lambda n: n == LAST):
+        if (stage / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (stage / name).replace(out / name)
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def finish_swap(out: Path) -> str | None:
+    """Finish what a run killed while writing a result into ``out`` left in
+    ``OUT/.writing/``: with the marker (every file was written) the swap is completed,
+    rolled forward; without it the stage is deleted, rolled back (the earlier result was
+    not touched yet). Returns a one-line note, or None when there was no stage (or an
+    empty one, removed)."""
+    import shutil
+
+    stage = out / STAGE
+    if not stage.is_dir():
+        return None
+    if not any(p.is_file() for p in stage.rglob("*")):  # a clean-up cut short: nothing to say
+        shutil.rmtree(stage, ignore_errors=True)
+        return None
+    try:
+        names = list(json.loads((stage / MARKER).read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        shutil.rmtree(stage, ignore_errors=True)
+        return (
+            f"{out}: removed the unfinished result of a run stopped while writing it "
+            f"({stage}); the earlier result was not touched"
+        )
+    _swap(out, stage, names)
+    return f"{out}: finished moving in the new result that a stopped run left half-moved"
+
+
+def finish_swaps(out: Path) -> list[str]:
+    """:func:`finish_swap` in ``out`` and each folder in it (a batch's ``OUT/<stem>/``);
+    the notes. Run at the start of every command that writes into ``out``, once its
+    folder lock is held."""
+    folders = [out, *sorted(p.parent for p in Path(out).glob(f"*/{STAGE}"))]
+    return [note for folder in folders if (note := finish_swap(folder))]
 
 
 def write_npz(path: Path, **arrays) -> None:

@@ -322,3 +322,18 @@ def test_the_pde_margin_default_is_a_sixth_of_the_wavelength_for_3d_navier_fits_
     assert rows.shape == (288,) and rows.sum() == 4 * 5 * 4
     with pytest.raises(InputError, match="pde_margin=5.* largest .* is 3"):
         pde_rows(mask, 5)
+
+
+def test_the_pde_margin_is_taken_from_the_field_of_views_edges_not_an_organ_masks_rim():
+    """A mask inside the field of view (an organ, NaN outside) keeps its rim's residual;
+    where the mask reaches the field of view's edge (a slab's face) the margin applies."""
+    from helmholtz_pinn.pinn.problem import pde_rows
+
+    organ = np.zeros((12, 12), bool)
+    organ[3:9, 3:9] = True  # 3 voxels from every edge
+    assert pde_rows(organ, 2).sum() == 36  # no voxel within 2 of an edge: all kept
+    assert pde_rows(organ, 4).sum() == 16  # 4 voxels from the edges: rows 4..7 kept
+    slab = np.ones((12, 12), bool)
+    slab[:, 9:] = False  # reaches three edges; its inner side (column 8) is tissue
+    rows = pde_rows(slab, 2).reshape(12, 9)
+    assert rows[2:10, 2:].all() and not rows[:2].any() and not rows[:, :2].any()

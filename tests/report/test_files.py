@@ -1,13 +1,20 @@
 """Result files are written beside and moved in whole: a write that fails half-way (a full
-disk) leaves the earlier result intact, with no partial file and no stage left behind."""
+disk) leaves the earlier result intact, with no partial file and no stage left behind; a
+kill during the swap is finished by the next command into the folder (rolled forward
+with the stage's marker, rolled back without it), and a folder holding metrics.json
+holds one whole result at every moment of the swap."""
 
 import errno
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 from settings import plane_wave_dataset
 
+from helmholtz_pinn.cli.commands import main
 from helmholtz_pinn.errors import OutputError
+from helmholtz_pinn.io import dataset as data
 from helmholtz_pinn.report import figures, files
 from helmholtz_pinn.report.result import baseline_result
 
@@ -43,3 +50,134 @@ def test_a_new_result_replaces_every_file_of_the_old_one(results, tmp_path):
         np.testing.assert_array_equal(saved["mu"], second.mu)
     assert (tmp_path / "notes.txt").read_text() == "the user's own file"
     assert not (tmp_path / files.STAGE).exists()
+
+
+class Killed(BaseException):
+    """The process ending at this point (nothing in the package catches it)."""
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (hidden ones too), by relative path."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def earlier(results, tmp_path_factory):
+    """A folder holding the first result and the data file both results came from; each
+    test copies the folder."""
+    folder = tmp_path_factory.mktemp("earlier")
+    results[0].save(folder / "out")
+    data.save(plane_wave_dataset(n=12), folder / "d.npz")
+    return folder
+
+
+def _refused_after_the_lock(earlier: Path, out: Path, capsys) -> list[str]:
+    """The next command into ``out``: a baseline refused after it took the folder lock
+    (--sigma -1), so the folder shows what taking it did; its stderr lines."""
+    args = ["baseline", str(earlier / "d.npz"), "--out", str(out), "--overwrite"]
+    assert main([*args, "--sigma", "-1"]) == 2
+    return capsys.readouterr().err.strip().splitlines()
+
+
+def test_a_swap_killed_after_the_first_rename_is_finished_by_the_next_command(
+    results, earlier, tmp_path, monkeypatch, capsys
+):
+    out = tmp_path / "out"
+    shutil.copytree(earlier / "out", out)
+    (out / "notes.txt").write_text("the user's own file")
+    new, replace = {}, Path.replace
+
+    def killed_after_the_first_rename(self, target):
+        if self.parent.name == files.STAGE and Path(target).parent == out:
+            if new:
+                raise Killed
+            new.update(_contents(self.parent))  # the whole staged result
+            del new[files.MARKER]
+        return replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", killed_after_the_first_rename)
+    with pytest.raises(Killed):
+        results[1].save(out)
+    monkeypatch.undo()
+    assert not (out / "metrics.json").exists()  # no reader takes the mix for a result
+    assert (out / files.STAGE / files.MARKER).is_file()
+
+    lines = _refused_after_the_lock(earlier, out, capsys)
+    assert (
+        lines[0]
+        == f"note: {out}: finished moving in the new result that a stopped run left half-moved"
+    )
+    assert lines[1].startswith("helmholtz-pinn baseline: error: baseline ahi: sigma must be")
+    assert _contents(out) == {**new, "notes.txt": b"the user's own file"}
+
+
+def test_a_stage_without_its_marker_is_removed_and_the_earlier_result_kept(
+    earlier, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    shutil.copytree(earlier / "out", out)
+    before = _contents(out)
+    stage = out / files.STAGE  # a run killed while writing: no marker
+    stage.mkdir()
+    (stage / "mu.npz").write_bytes(b"half a file")
+    (stage / "metrics.json").write_text("{}")
+
+    lines = _refused_after_the_lock(earlier, out, capsys)
+    assert lines[0] == (
+        f"note: {out}: removed the unfinished result of a run stopped while writing it ({stage}); "
+        "the earlier result was not touched"
+    )
+    assert len(lines) == 2 and _contents(out) == before
+
+
+def test_a_folder_with_metrics_json_holds_one_whole_result_at_every_step_of_a_swap(
+    tmp_path, monkeypatch
+):
+    """A swap killed before each of its deletions, renames and its last clean-up in turn:
+    the folder holds metrics.json only with the whole new result (or the whole earlier
+    one), and finishing the swap always gives the new result; the earlier run's files
+    that the new one lacks are gone, the user's file stays."""
+    old = {"mu.npz": b"old mu", "metrics.json": b"old", "uncertainty.png": b"old spread"}
+    old |= {"maps/a.nii.gz": b"old a", "notes.txt": b"the user's"}
+    new = {"mu.npz": b"new mu", "metrics.json": b"new", "config.json": b"new settings"}
+    new |= {"maps/a.nii.gz": b"new a", "maps/b.nii.gz": b"new b"}
+    whole_new = {**new, "notes.txt": b"the user's"}
+    replace, unlink, rmtree = Path.replace, Path.unlink, shutil.rmtree
+    for k in range(1, 20):
+        out = tmp_path / str(k)
+        for name, content in old.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(content)
+        steps = []
+
+        def step(real, out=out, steps=steps, k=k):
+            def killed_at_step_k(path, *args, **kwargs):
+                if (out / files.STAGE / files.MARKER).is_file() and out in Path(path).parents:
+                    steps.append(path)
+                    if len(steps) == k:
+                        raise Killed
+                return real(path, *args, **kwargs)
+
+            return killed_at_step_k
+
+        monkeypatch.setattr(Path, "replace", step(replace))
+        monkeypatch.setattr(Path, "unlink", step(unlink))
+        monkeypatch.setattr(shutil, "rmtree", step(rmtree))
+        try:
+            with files.staged(out) as stage:
+                for name, content in new.items():
+                    (stage / name).parent.mkdir(exist_ok=True)
+                    (stage / name).write_bytes(content)
+        except Killed:
+            pass
+        monkeypatch.undo()
+        seen = {n: c for n, c in _contents(out).items() if not n.startswith(files.STAGE)}
+        if "metrics.json" in seen:
+            assert seen in (old, whole_new), f"killed at step {k}"
+        if len(steps) < k:  # the swap ran to its end: every kill point was tried
+            break
+        assert files.finish_swap(out).startswith(f"{out}: finished moving in")
+        assert _contents(out) == whole_new, f"killed at step {k}"
+    assert 8 <= k < 20

@@ -10,6 +10,11 @@ the command line's ``--pde`` choices and the docs find it by its module name.
 All quantities are nondimensional: x' = x / L, mu' = mu / mu_ref, u' = u / s (s the
 data's scale per frequency and component), kappa_f = rho omega_f^2 L^2 / mu_ref; a
 residual is normalised so that both loss terms are O(1).
+
+A pointwise form reads the fields at the sampled voxels. A form integrated over patches
+(a weak form) declares a :class:`Stencil`: the step then reads the fields at the Q
+quadrature points c + h s_q of the patch around every sampled voxel c (the Fields gain a
+patch axis, :func:`with_patch_axis`) and the residual integrates them.
 """
 
 from __future__ import annotations
@@ -21,9 +26,13 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from helmholtz_pinn.errors import ConfigError
 
 NEEDS = ("grad_u", "lap_u", "hess_u", "grad_mu", "grad_aux")
+# The axis of N (the points) in each field of Fields; the others have it first.
+POINT_AXIS = {"grad_u": 1, "grad_mu": 1, "grad_aux": 1, "hess_u": 2}
 
 
 class Fields(NamedTuple):
@@ -34,7 +43,9 @@ class Fields(NamedTuple):
     aux (N, F, A) complex auxiliary fields of the form (e.g. a pressure), grad_aux
     (d, N, F, A). scale (F, C): each component's data scale relative to the largest of
     its frequency (u'_c scale_c is the field in one common unit per frequency; forms that
-    couple components need it).
+    couple components need it). For a form with a :class:`Stencil` every field has a
+    patch axis Q right after its N axis: u (N, Q, F, C), grad_u (d, N, Q, F, C), mu
+    (N, Q, F), ...
     """
 
     u: Any
@@ -46,6 +57,29 @@ class Fields(NamedTuple):
     aux: Any = None
     grad_aux: Any = None
     scale: Any = None
+
+
+class Stencil(NamedTuple):
+    """Quadrature on the patch c + h s, s in [-1, 1]^d, around a sampled voxel c:
+    offsets s_q (Q, d), row 0 the centre (offset 0: the data loss reads u there), and
+    weights w_q (Q,), sum 2^d (0 for the centre where it is not a quadrature node), so
+    that integral_patch g dx ~ h^d sum_q w_q g(c + h s_q)."""
+
+    offsets: np.ndarray
+    weights: np.ndarray
+
+
+def with_patch_axis(fields: Fields, n: int, q: int) -> Fields:
+    """``fields`` at N Q points (point axis N Q, centre-major) with that axis split into
+    (N, Q); ``scale`` (per field, no point axis) is kept."""
+
+    def split(name, a):
+        if a is None or name == "scale":
+            return a
+        k = POINT_AXIS.get(name, 0)
+        return a.reshape(a.shape[:k] + (n, q) + a.shape[k + 1 :])
+
+    return Fields(**{name: split(name, a) for name, a in fields._asdict().items()})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +98,10 @@ class Form:
         measured field), or None; the fit then describes the transformed field.
       vector: the components are the displacement along the grid axes (x, y[, z]), so
         the data need at least as many components as spatial dimensions.
+      stencil: ``ndim -> Stencil`` for a form integrated over patches (its residual gets
+        Fields with a patch axis), or None (pointwise).
+      half_width: ``kappa (F,) -> h``, the patches' half-width (nondimensional), with a
+        stencil.
     """
 
     name: str
@@ -74,11 +112,17 @@ class Form:
     components: tuple[int, ...] | None = None
     transform: Callable | None = None
     vector: bool = False
+    stencil: Callable | None = None
+    half_width: Callable | None = None
 
     def __post_init__(self):
         unknown = set(self.needs) - set(NEEDS)
         if unknown:
             raise ConfigError(f"form {self.name!r} needs unknown derivatives {sorted(unknown)}")
+        if (self.stencil is None) != (self.half_width is None):
+            raise ConfigError(
+                f"form {self.name!r} needs both a stencil and a half_width, or neither"
+            )
 
     def check(self, n_comp: int, ndim: int) -> None:
         """Refuse data the form cannot describe (clear message naming both)."""
