@@ -25,7 +25,7 @@ install: $(STAMP)
 # the library defaults are tuned on a GPU, where one fit takes seconds.
 # The built-in phantom is Voigt tissue: naming the law spares the CPU the springpot fit that
 # the default (--mu-model auto) tries first.
-CPU_DEMO ?= --steps 3000 --width 64 --mu-width 32 --n-features 64 --batch-size 1024 --mu-model voigt
+CPU_DEMO ?= --cpu-sized --mu-model voigt
 
 ## Simulate the built-in four-target phantom and invert it: figures + metrics in $(OUT)/
 demo: $(STAMP)

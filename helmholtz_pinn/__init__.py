@@ -22,6 +22,7 @@ LAYERS = ("errors", "config", "io", "forward", "assess", "pinn", "report", "fit"
 
 _EXPORTS = {
     "Config": "config",
+    "cpu_settings": "config",
     "Dataset": "io.dataset",
     "load": "io.dataset",
     "example": "io.dataset",

@@ -159,6 +159,21 @@ class Config:
         return dataclasses.replace(self, **overrides)
 
 
+def cpu_settings(n_comp: int) -> dict:
+    """Config fields for a fit on a few CPU cores, minutes instead of hours: smaller
+    networks and batch, and 3000 steps, or 5000 for three-component data (the elastic
+    forms need more steps; at 3000 they fell behind a scalar fit of the same data,
+    docs/defaults.md). On a GPU the defaults take seconds: leave these out there. Fields
+    given explicitly should be applied after these (``Config(**{**cpu, **mine})``).
+
+    ``n_comp``: the displacement components of the data (1 to 3).
+    """
+    if not _int_at_least(n_comp, 1) or n_comp > 3:
+        raise ConfigError(f"n_comp must be 1, 2 or 3 components; got {n_comp!r}")
+    steps = 5000 if n_comp == 3 else 3000
+    return {"steps": steps, "width": 64, "mu_width": 32, "n_features": 64, "batch_size": 1024}
+
+
 POSITIVE_INTS = (
     "depth",
     "steps",

@@ -103,8 +103,8 @@ def report(args) -> int:
             if (r["data"], r["law"], json.dumps(r.get("overrides", {}))) != (data, law, over):
                 continue
             pct = lambda v: "" if v is None else f"{100 * v:.1f} %"  # noqa: E731
-            con = " / ".join("-" if c is None else f"{c:.2f}" for c in (r["contrast"] or {}).values()) if isinstance(
-                r["contrast"], dict) else str(r["contrast"] or "")  # fmt: skip
+            contrast = r["contrast"] if isinstance(r["contrast"], dict) else {}
+            con = " / ".join("-" if c is None else f"{c:.2f}" for c in contrast.values())
             spread = "" if r["law_spread"] is None else f"{100 * r['law_spread']:.2f} %"
             print(f"| {r['steps']} | {r['train_s']} | {pct(r['storage'])} | {pct(r['loss'])} | "
                   f"{'' if r['r'] is None else round(r['r'], 3)} | {con} | {spread} | "

@@ -71,14 +71,15 @@ def test_readme_and_docs_links_resolve():
 
 def test_the_readme_quickstart_runs_as_written(tmp_path):
     """The README's library quickstart, with its step count cut to a few blocks (the one
-    change), runs top to bottom in a fresh process."""
+    change, after its CPU settings), runs top to bottom in a fresh process."""
     import subprocess
     import sys
 
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert len(blocks) == 1, "the README has one Python quickstart"
-    assert "steps=3000" in blocks[0]
-    code = blocks[0].replace("steps=3000", "steps=20, sync_interval=10")
+    cpu = '"mu_model": "voigt"}'
+    assert cpu in blocks[0]
+    code = blocks[0].replace(cpu, cpu[:-1] + ', "steps": 20, "sync_interval": 10}')
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )

@@ -17,7 +17,7 @@ import sys
 import typing
 from pathlib import Path
 
-from helmholtz_pinn.config import Config, field_help
+from helmholtz_pinn.config import Config, cpu_settings, field_help
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
@@ -130,13 +130,16 @@ def _config_option(group, field: dataclasses.Field, hint, meaning: str) -> None:
     )
 
 
-def config_from(args: argparse.Namespace) -> Config:
+def config_from(args: argparse.Namespace, n_comp: int | None = None) -> Config:
+    """The Config of the options given; with ``--cpu-sized`` on top of
+    :func:`helmholtz_pinn.config.cpu_settings` of ``n_comp`` components."""
+    base = cpu_settings(n_comp or 1) if getattr(args, "cpu_sized", False) else {}
     overrides = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(Config)
         if getattr(args, f.name, None) is not None
     }
-    return Config().replace(**overrides)
+    return Config().replace(**{**base, **overrides})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,6 +229,12 @@ def _invert_parser(sub) -> None:
     _invert_parallel_options(groups["parallel"])
     groups["training"].add_argument(
         "--seed", type=int, default=0, help="seeds the networks and the sampling (default: 0)"
+    )
+    groups["training"].add_argument(
+        "--cpu-sized",
+        action="store_true",
+        help="settings for a few CPU cores: smaller networks and batch, 3000 steps (5000 for "
+        "three-component data); options given explicitly win",
     )
     hints, meaning = typing.get_type_hints(Config), field_help()
     fields = {f.name: f for f in dataclasses.fields(Config)}

@@ -428,9 +428,9 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
     if facts.get("pde_margin") and facts.get("pde_fraction", 0) < 1:
         notes.append(
             f"the PDE residual within {facts['pde_margin']} voxel(s) of the field of view's "
-            f"in-plane edges was left out of the loss ({1 - facts['pde_fraction']:.0%} of the mask's voxels): "
-            "the modulus there is the mu-network's continuation from inside (pde_margin; 0 "
-            "fits the PDE everywhere)"
+            f"in-plane edges was left out of the loss ({1 - facts['pde_fraction']:.0%} of the "
+            "mask's voxels): the modulus there is the mu-network's continuation from inside "
+            "(pde_margin; 0 fits the PDE everywhere)"
         )
     if facts.get("dropped_components"):
         notes.append(

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn.model import once_options
 
 CHUNK = 4096  # points per evaluation
 
@@ -66,7 +67,7 @@ def _sums(spec: train.Spec):
         w = valid[:, None, None] * weight[None]
         return jnp.sum(w * jnp.conj(a) * b, axis=(0, 2)), jnp.sum(w * jnp.abs(a) ** 2, axis=(0, 2))
 
-    return jax.jit(fn)
+    return jax.jit(fn, compiler_options=once_options())
 
 
 def spread(scale: np.ndarray) -> float:

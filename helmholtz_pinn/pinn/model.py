@@ -105,6 +105,16 @@ def gemm_options(points: int, ndim: int = 2) -> dict:
     return {}
 
 
+def once_options() -> dict:
+    """XLA options of a program run once per fit (the map on the grid, the law check): on
+    a GPU cuBLAS GEMMs with XLA's heuristic algorithm, no autotuning (it took most of a
+    first run's compile for a program that runs for milliseconds); none elsewhere. The
+    arithmetic is the same float32 (``Precision.HIGHEST``)."""
+    if jax.default_backend() == "gpu":
+        return {"xla_gpu_enable_triton_gemm": False, "xla_gpu_autotune_level": 0}
+    return {}
+
+
 def matmul_precision() -> jax.lax.Precision | None:
     """Precision of the network's matmuls: float32 ("highest") unless the user has set
     ``jax_default_matmul_precision`` (e.g. ``jax.default_matmul_precision("TF32_TF32_F32_X3")``),

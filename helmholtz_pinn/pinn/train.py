@@ -38,7 +38,7 @@ from helmholtz_pinn.pinn.model import (
     FourierMLP,
     apply_jet,
     apply_pair,
-    gemm_options,
+    once_options,
     split_jet,
 )
 
@@ -410,7 +410,7 @@ def predict(
     pieces = -(-len(x) // chunk)
     size = -(-len(x) // pieces)
     padded = np.concatenate([x, np.repeat(x[-1:], pieces * size - len(x), axis=0)])
-    fn = _predict_fn(spec, size)
+    fn = _predict_fn(spec)
     parts = [
         fn(state.params, state.consts, jnp.asarray(padded[i : i + size]), jnp.asarray(omega_ratio))
         for i in range(0, len(padded), size)
@@ -419,7 +419,7 @@ def predict(
 
 
 @functools.lru_cache(maxsize=32)
-def _predict_fn(spec: Spec, points: int):
+def _predict_fn(spec: Spec):
     n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
 
     def fn(params, consts, x, omega_ratio):
@@ -429,4 +429,4 @@ def _predict_fn(spec: Spec, points: int):
         u = u[..., : 2 * spec.n_freq * spec.n_comp]
         return scaling.u_complex(u, spec.n_freq, spec.n_comp), mu
 
-    return jax.jit(fn, compiler_options=gemm_options(points, spec.ndim))
+    return jax.jit(fn, compiler_options=once_options())

@@ -20,6 +20,20 @@ def test_pde_auto_is_accepted_and_is_the_default():
     assert config_from(args).pde == "auto" == config_from(parse_args(["invert"])).pde
 
 
+def test_cpu_sized_settings_take_more_steps_for_three_components_and_yield_to_options():
+    from helmholtz_pinn.config import ConfigError, cpu_settings
+
+    scalar = config_from(parse_args(["invert", "--cpu-sized"]), n_comp=1)
+    elastic = config_from(parse_args(["invert", "--cpu-sized"]), n_comp=3)
+    assert (scalar.steps, elastic.steps) == (3000, 5000)
+    assert scalar.width == elastic.width == 64 and elastic.batch_size == 1024
+    mine = config_from(parse_args(["invert", "--cpu-sized", "--steps", "700", "--width", "48"]), 3)
+    assert (mine.steps, mine.width, mine.mu_width) == (700, 48, 32)
+    assert config_from(parse_args(["invert"]), n_comp=3).steps == 10000  # only when asked
+    with pytest.raises(ConfigError, match="n_comp"):
+        cpu_settings(4)
+
+
 @pytest.mark.parametrize(
     "library, cli",
     [

@@ -29,8 +29,8 @@ def test_notes_name_rounding_early_stop_warmup_and_schedule():
     rim = inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 3, "pde_fraction": 0.8724})
     assert rim == [
         "the PDE residual within 3 voxel(s) of the field of view's in-plane edges was left "
-        "out of the loss (13% of the mask's voxels): the modulus there is the mu-network's continuation from "
-        "inside (pde_margin; 0 fits the PDE everywhere)"
+        "out of the loss (13% of the mask's voxels): the modulus there is the mu-network's "
+        "continuation from inside (pde_margin; 0 fits the PDE everywhere)"
     ]
     assert inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 0}) == []
     inside = {"steps": 10000, "pde_margin": 3, "pde_fraction": 1.0}  # an organ mask
