@@ -33,7 +33,7 @@ class Prepared:
     x_grid: np.ndarray  # (prod(grid), d) nondimensional coordinates of every voxel
     u_scale: np.ndarray  # (F, C) RMS of u, the data's unit (1 for an all-zero field)
     noise: np.ndarray  # (F, C) estimated noise RMS / field RMS
-    pde_margin: int  # voxels of the in-plane rim without a PDE residual
+    pde_margin: int  # voxels along the field of view's in-plane edges without a PDE residual
     pde_fraction: float  # fraction of the mask's voxels whose PDE residual is in the loss
     sigma_factor_u: float  # the u-network's factor of the automatic Fourier scale
 
@@ -172,7 +172,8 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
 
 
 def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
-    """Voxels of the in-plane rim without a PDE residual: the configured ``pde_margin``,
+    """Voxels along the field of view's in-plane edges without a PDE residual
+    (:func:`pde_rows`): the configured ``pde_margin``,
     else the fraction :data:`helmholtz_pinn.pinn.train.PDE_MARGIN` (of the resolved form and
     the data's dimension) of :func:`shortest_wavelength` (``cfg.mu_ref`` filled in by
     :func:`shared_settings`) in in-plane voxels (their mean size, m), rounded, at least 1.

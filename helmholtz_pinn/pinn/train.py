@@ -53,9 +53,10 @@ MU_WIDTH = {2: 64, 3: 128}
 MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
 AUX_NETWORK = {2: "mu", 3: "u"}
-# The in-plane rim without a PDE residual (Config.pde_margin None), by form and dimension,
-# in shortest shear wavelengths (3 voxels on 1 mm data at 60-100 Hz; docs/defaults.md); for
-# the weak form its patches' half-width, so that in-plane a patch stays on the mask.
+# The band along the field of view's in-plane edges without a PDE residual (Config.pde_margin
+# None), by form and dimension, in shortest shear wavelengths (3 voxels on 1 mm data at
+# 60-100 Hz; docs/defaults.md); for the weak form its patches' half-width, so that in-plane
+# a patch stays inside the field of view.
 PDE_MARGIN = {"navier": {3: 1 / 6}, "weak": {2: weak.HALF_WIDTH, 3: weak.HALF_WIDTH}}
 
 
