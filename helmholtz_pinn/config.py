@@ -160,18 +160,22 @@ class Config:
 
 
 def cpu_settings(n_comp: int) -> dict:
-    """Config fields for a fit on a few CPU cores, minutes instead of hours: smaller
-    networks and batch, and 3000 steps, or 5000 for three-component data (the elastic
-    forms need more steps; at 3000 they fell behind a scalar fit of the same data,
-    docs/defaults.md). On a GPU the defaults take seconds: leave these out there. Fields
-    given explicitly should be applied after these (``Config(**{**cpu, **mine})``).
+    """Config fields for a fit on a few CPU cores, minutes instead of hours: 64-wide
+    networks (mu 32) and 64 Fourier features; for one or two components 3000 steps of 512
+    voxels at a learning rate of 2e-3, for three-component data 5000 steps of 1024 at
+    1e-3 (the elastic forms need more steps; at 3000 they fell behind a scalar fit of the
+    same data). Why: docs/defaults.md. On a GPU the defaults take seconds: leave these out
+    there. Fields given explicitly should be applied after these
+    (``Config(**{**cpu, **mine})``).
 
     ``n_comp``: the displacement components of the data (1 to 3).
     """
     if not _int_at_least(n_comp, 1) or n_comp > 3:
         raise ConfigError(f"n_comp must be 1, 2 or 3 components; got {n_comp!r}")
-    steps = 5000 if n_comp == 3 else 3000
-    return {"steps": steps, "width": 64, "mu_width": 32, "n_features": 64, "batch_size": 1024}
+    networks = {"width": 64, "mu_width": 32, "n_features": 64}
+    if n_comp == 3:
+        return {**networks, "steps": 5000, "batch_size": 1024, "learning_rate": 1e-3}
+    return {**networks, "steps": 3000, "batch_size": 512, "learning_rate": 2e-3}
 
 
 POSITIVE_INTS = (

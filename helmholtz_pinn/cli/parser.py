@@ -234,7 +234,7 @@ def _invert_parser(sub) -> None:
         "--cpu-sized",
         action="store_true",
         help="settings for a few CPU cores: smaller networks and batch, 3000 steps (5000 for "
-        "three-component data); options given explicitly win",
+        "three-component data; helmholtz_pinn.cpu_settings); options given explicitly win",
     )
     hints, meaning = typing.get_type_hints(Config), field_help()
     fields = {f.name: f for f in dataclasses.fields(Config)}

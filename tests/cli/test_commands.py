@@ -26,7 +26,9 @@ def test_cpu_sized_settings_take_more_steps_for_three_components_and_yield_to_op
     scalar = config_from(parse_args(["invert", "--cpu-sized"]), n_comp=1)
     elastic = config_from(parse_args(["invert", "--cpu-sized"]), n_comp=3)
     assert (scalar.steps, elastic.steps) == (3000, 5000)
-    assert scalar.width == elastic.width == 64 and elastic.batch_size == 1024
+    assert scalar.width == elastic.width == 64
+    assert (scalar.batch_size, elastic.batch_size) == (512, 1024)
+    assert (scalar.learning_rate, elastic.learning_rate) == (2e-3, 1e-3)
     mine = config_from(parse_args(["invert", "--cpu-sized", "--steps", "700", "--width", "48"]), 3)
     assert (mine.steps, mine.width, mine.mu_width) == (700, 48, 32)
     assert config_from(parse_args(["invert"]), n_comp=3).steps == 10000  # only when asked
