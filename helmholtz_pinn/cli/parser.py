@@ -132,8 +132,9 @@ def _config_option(group, field: dataclasses.Field, hint, meaning: str) -> None:
 
 def config_from(args: argparse.Namespace, n_comp: int | None = None) -> Config:
     """The Config of the options given; with ``--cpu-sized`` on top of
-    :func:`helmholtz_pinn.config.cpu_settings` of ``n_comp`` components."""
-    base = cpu_settings(n_comp or 1) if getattr(args, "cpu_sized", False) else {}
+    :func:`helmholtz_pinn.config.cpu_settings` of the data's ``n_comp`` components (then
+    required: no component count is assumed)."""
+    base = cpu_settings(n_comp) if getattr(args, "cpu_sized", False) else {}
     overrides = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(Config)
