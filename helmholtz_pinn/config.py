@@ -62,11 +62,18 @@ class Config:
         strongest component at each frequency.
       mu_ref: reference modulus, Pa, used to nondimensionalise; None: estimated from the
         data by smoothed algebraic inversion.
-      steps: training steps (rounded up to a multiple of sync_interval).
+      steps: Adam training steps (rounded up to a multiple of sync_interval); with an
+        L-BFGS phase the Adam phase ends at lbfgs_from.
       sync_interval: steps per compiled block; the loss is read once a block.
       batch_size: voxels drawn per step; every voxel of the mask when at least their
         number; None: 2048.
       learning_rate: Adam step size at the start.
+      lbfgs_steps: L-BFGS iterations after the Adam phase, on one fixed sample of
+        lbfgs_points voxels; 0: none; None: 1000 when the data are clean (the noisiest
+        dataset's best field has a noise fraction below 0.02) and steps exceed
+        lbfgs_from, else none.
+      lbfgs_from: the Adam step at which an L-BFGS phase takes over.
+      lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
       pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)
@@ -110,6 +117,9 @@ class Config:
     sync_interval: int = 100
     batch_size: int | None = None
     learning_rate: float = 1e-3
+    lbfgs_steps: int | None = None
+    lbfgs_from: int = 5000
+    lbfgs_points: int = 16384
     pde_weight: float = 0.1
     pde_warmup: int = 1000
     pde_margin: int | None = None
@@ -138,10 +148,11 @@ class Config:
             if not (value is None and name in OPTIONAL_POSITIVE_FLOATS) and not value > 0:
                 none = " or None" if name in OPTIONAL_POSITIVE_FLOATS else ""
                 raise ConfigError(f"config.{name} must be > 0{none}; got {value!r}")
-        for name in ("metric_margin", "pde_margin"):
+        for name in ("metric_margin", "pde_margin", "lbfgs_steps"):
             value = getattr(self, name)
-            if not (value is None and name == "pde_margin") and not _int_at_least(value, 0):
-                raise ConfigError(f"config.{name} must be an integer >= 0 voxels; got {value!r}")
+            if not (value is None and name != "metric_margin") and not _int_at_least(value, 0):
+                unit = "iterations" if name == "lbfgs_steps" else "voxels"
+                raise ConfigError(f"config.{name} must be an integer >= 0 {unit}; got {value!r}")
         if not self.ensemble_keep >= 1:
             raise ConfigError(
                 f"config.ensemble_keep must be >= 1 (a factor on the lowest final loss) or "
@@ -185,6 +196,8 @@ POSITIVE_INTS = (
     "plateau_patience",
     "checkpoint_every",
     "ensemble",
+    "lbfgs_from",
+    "lbfgs_points",
 )
 OPTIONAL_POSITIVE_INTS = (
     "width", "mu_width", "mu_depth", "n_features", "max_members_per_chunk", "batch_size"

@@ -99,7 +99,8 @@ CONFIG_GROUPS = {
     "physics": ("pde", "mu_model", "weighting", "noise_floor", "mu_ref", "pde_margin"),
     "training": (
         "steps", "sync_interval", "batch_size", "learning_rate", "pde_weight", "pde_warmup",
-        "plateau_patience", "plateau_factor", "min_lr", "max_retries",
+        "plateau_patience", "plateau_factor", "min_lr", "max_retries", "lbfgs_steps",
+        "lbfgs_from", "lbfgs_points",
     ),
     "output": ("checkpoint_every", "metric_margin"),
     "parallel": ("max_members_per_chunk",),

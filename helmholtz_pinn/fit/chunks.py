@@ -18,7 +18,9 @@ import contextlib
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -181,7 +183,37 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     if plan.padded_members != members:
         history = [host_loop.member_record(r, slice(0, members)) for r in history]
     resumed["trained_blocks"] = len(history) - before
+    if cfg.lbfgs_steps:
+        state, resumed["lbfgs"] = _polish(state, problem, spec, cfg, plan, members)
     return placement.gather(state, plan), history, plan, resumed
+
+
+def _polish(state, problem, spec, cfg: Config, plan, members: int) -> tuple[Any, dict]:
+    """The L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on the placed state,
+    on one device; with several devices the Adam state is returned as it is. Returns
+    (state, facts): iterations, sample size, loss before and after (per member),
+    whether each member kept its result, seconds."""
+    facts: dict[str, Any] = {"steps": cfg.lbfgs_steps, "points": cfg.lbfgs_points}
+    if len(plan.devices) > 1:
+        return state, {**facts, "skipped": f"runs on one device; this fit used {len(plan.devices)}"}
+    t0 = time.perf_counter()
+    polish = placement.compile_polish(spec, cfg.lbfgs_steps, cfg.lbfgs_points, plan)
+    state, losses, kept = polish(state, problem)
+    rows = max(members, 1)
+    losses = np.asarray(losses, float).reshape(-1, cfg.lbfgs_steps + 1)[:rows]
+    kept = np.asarray(kept).reshape(-1)[:rows]
+
+    def value(a):  # one value for one fit, else one per member
+        a = np.round(a, 8).tolist() if a.dtype != bool else a.tolist()
+        return a if members else a[0]
+
+    facts.update(
+        loss_before=value(losses[:, 0]),
+        loss_after=value(losses[:, -1]),
+        kept=value(kept),
+        time_s=round(time.perf_counter() - t0, 2),
+    )
+    return state, facts
 
 
 def _stack_members(preps, cfg: Config, stacked: bool, rows):

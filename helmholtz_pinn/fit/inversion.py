@@ -105,6 +105,7 @@ def invert(
     datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
     stacked = len(datasets) > 1 or slicewise
     estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
+    cfg = problem.lbfgs_plan(datasets, cfg)  # the Adam steps and the L-BFGS phase
     shared = shared_settings(datasets, cfg, estimates)
     prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
     run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
@@ -424,6 +425,13 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
         notes.append(
             f"{SHORT_RUN}: {ran} steps are at most plateau_patience={cfg.plateau_patience} "
             "blocks: the learning-rate schedule never acted"
+        )
+    polish = facts.get("lbfgs") or {}
+    if polish.get("skipped"):
+        notes.append(f"no L-BFGS phase: it {polish['skipped']}")
+    elif polish and not all(np.atleast_1d(polish["kept"])):
+        notes.append(
+            "the L-BFGS phase did not lower the loss (of every member): the Adam result is kept"
         )
     if facts.get("pde_margin") and facts.get("pde_fraction", 0) < 1:
         notes.append(

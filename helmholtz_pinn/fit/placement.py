@@ -209,6 +209,19 @@ def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
     )
 
 
+@functools.lru_cache(maxsize=8)
+def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placement):
+    """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on one device."""
+    fn = train.polish_fn(
+        spec,
+        n_iter,
+        points,
+        members=bool(placement.members),
+        shared_problem=placement.shared_problem,
+    )
+    return jax.jit(fn)
+
+
 def place(state, problem, placement: Placement):
     """Host (state, problem) -> device arrays for ``placement``: members padded to a multiple
     of the device count and split, or voxels split into shards, or put on one device."""

@@ -7,7 +7,8 @@ with r the residual of the configured PDE form (:mod:`helmholtz_pinn.pinn.forms`
 taken over the batch's voxels outside the PDE margin (``Problem.pde``), and w_fc the
 per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
 ``n_steps`` full steps runs on the device; the host loop (:mod:`helmholtz_pinn.fit.host_loop`)
-reads the block's losses once and drives the schedules between blocks.
+reads the block's losses once and drives the schedules between blocks. An optional
+L-BFGS phase (:func:`polish_fn`) follows the Adam blocks on one fixed sample.
 
 Under ``shard_map`` (``axis_name`` set: data parallel over the voxels) every device
 samples its own shard and the gradient of the global batch mean is the share-weighted
@@ -206,6 +207,7 @@ class Spec:
         return u, mu
 
 
+POLISH_DRAW = 2**31 - 1  # the L-BFGS phase's sample: a fold_in that no Adam step uses
 OPTIMIZER = optax.inject_hyperparams(optax.adam)  # the rate lives in the state: the host sets it
 
 
@@ -375,6 +377,53 @@ def block_fn(
     if not members:
         return block
     return jax.vmap(block, in_axes=(0, None if shared_problem else 0))
+
+
+def polish_fn(
+    spec: Spec, n_iter: int, points: int, *, members: bool = False, shared_problem: bool = False
+) -> Callable:
+    """``(state, problem) -> (state, losses (n_iter + 1,), kept)``: an L-BFGS phase after
+    Adam; ``losses`` are the loss before each iteration and after the last.
+
+    The loss L(params) = data + pde_weight(step) pde of :func:`loss_terms` on one fixed
+    sample of ``points`` voxels (every voxel of the mask when they are fewer; drawn from
+    fold_in(key, 2^31 - 1), none of Adam's draws) is minimised by ``n_iter`` iterations of
+    L-BFGS (optax, memory 10, zoom line search) in one ``lax.scan``. The state's params
+    are replaced only if the last loss is finite and below the first (``kept``); the step
+    counter and Adam's state stay as Adam left them. ``members``: as in :func:`block_fn`.
+    """
+    opt = optax.lbfgs(memory_size=10)
+
+    def polish(state: TrainState, problem: Problem):
+        batch = sample_batch(
+            problem, jax.random.fold_in(state.key, POLISH_DRAW), jnp.int32(0), points
+        )
+        weight = pde_weight(state.step, spec)
+
+        def loss(params):
+            data, pde = loss_terms(params, state.consts, spec, problem, batch)
+            return data + weight * pde
+
+        value_and_grad = optax.value_and_grad_from_state(loss)
+
+        def body(carry, _):
+            params, opt_state = carry
+            value, grad = value_and_grad(params, state=opt_state)
+            updates, opt_state = opt.update(
+                grad, opt_state, params, value=value, grad=grad, value_fn=loss
+            )
+            return (optax.apply_updates(params, updates), opt_state), value
+
+        start = (state.params, opt.init(state.params))
+        (params, _), losses = jax.lax.scan(body, start, None, n_iter)
+        last = loss(params)
+        kept = jnp.isfinite(last) & (last < losses[0])
+        params = jax.tree.map(lambda new, old: jnp.where(kept, new, old), params, state.params)
+        return state._replace(params=params), jnp.append(losses, last), kept
+
+    if not members:
+        return polish
+    return jax.vmap(polish, in_axes=(0, None if shared_problem else 0))
 
 
 def set_learning_rate(state: TrainState, lr) -> TrainState:

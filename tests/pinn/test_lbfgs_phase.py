@@ -1,0 +1,102 @@
+"""The L-BFGS phase after Adam: it lowers the loss of its fixed sample, keeps the Adam
+state when it cannot, is the same program per member, and runs by the data's noise."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from settings import SMALL, plane_wave_dataset
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import ConfigError
+from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.forward.phantoms import add_noise
+from helmholtz_pinn.pinn import problem, train
+from helmholtz_pinn.pinn.problem import prepare
+
+
+def _adam_state(prep, steps=20):
+    state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
+    block = jax.jit(train.block_fn(prep.spec, steps))
+    return block(state, prep.problem)[0]
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return prepare(plane_wave_dataset(), Config(**SMALL))
+
+
+def test_polish_lowers_the_loss_of_its_sample_and_leaves_adam_state(prepared):
+    state = _adam_state(prepared)
+    polished, losses, kept = jax.jit(train.polish_fn(prepared.spec, 30, 10**6))(
+        state, prepared.problem
+    )
+    losses = np.asarray(losses)
+    assert losses.shape == (31,) and bool(kept)
+    assert losses[-1] < 0.5 * losses[0]  # 30 quasi-Newton iterations on 256 voxels
+    # the loss it reports is the full-batch loss of the polished parameters
+    batch = train.sample_batch(prepared.problem, state.key, jnp.int32(0), 10**6)
+    data, pde = train.loss_terms(
+        polished.params, state.consts, prepared.spec, prepared.problem, batch
+    )
+    weight = train.pde_weight(state.step, prepared.spec)
+    np.testing.assert_allclose(float(data + weight * pde), losses[-1], rtol=1e-4)
+    assert int(polished.step) == int(state.step)  # the step counter counts Adam steps
+    same = jax.tree.map(np.array_equal, polished.opt_state, state.opt_state)
+    assert all(jax.tree.leaves(same))
+
+
+def test_polish_that_cannot_lower_the_loss_keeps_the_adam_parameters(prepared):
+    state = _adam_state(prepared)
+    poisoned = state._replace(consts=jax.tree.map(lambda c: c * jnp.nan, state.consts))
+    polished, _, kept = jax.jit(train.polish_fn(prepared.spec, 3, 10**6))(
+        poisoned, prepared.problem
+    )
+    assert not bool(kept)
+    same = jax.tree.map(np.array_equal, polished.params, state.params)
+    assert all(jax.tree.leaves(same))
+
+
+def test_stacked_members_are_polished_as_each_alone(prepared):
+    states = [_adam_state(prepared), _adam_state(dataclasses.replace(prepared), steps=10)]
+    one = jax.jit(train.polish_fn(prepared.spec, 5, 10**6))
+    both = jax.jit(train.polish_fn(prepared.spec, 5, 10**6, members=True, shared_problem=True))
+    stacked, losses, _ = both(train.stack_trees(states), prepared.problem)
+    for i, s in enumerate(states):
+        alone, loss_i, _ = one(s, prepared.problem)
+        np.testing.assert_allclose(np.asarray(losses)[i], np.asarray(loss_i), rtol=2e-4)
+        for a, b in zip(
+            jax.tree.leaves(alone.params), jax.tree.leaves(stacked.params), strict=True
+        ):
+            np.testing.assert_allclose(np.asarray(b)[i], np.asarray(a), rtol=2e-3, atol=2e-5)
+
+
+def test_the_phase_runs_on_clean_long_fits_only():
+    clean = plane_wave_dataset()
+    u = add_noise(clean.u.reshape(clean.n_freq, clean.n_comp, -1), -20.0, 0)
+    noisy = dataclasses.replace(clean, u=u.reshape(clean.u.shape))
+    assert problem.best_noise(clean) < problem.CLEAN_NOISE < problem.best_noise(noisy)
+    long = Config(steps=10000)
+    on = problem.lbfgs_plan([clean], long)
+    assert (on.lbfgs_steps, on.steps) == (problem.LBFGS_STEPS, long.lbfgs_from)
+    assert problem.lbfgs_plan([clean, noisy], long).lbfgs_steps == 0  # the noisiest decides
+    assert problem.lbfgs_plan([clean], Config(steps=5000)).lbfgs_steps == 0  # not longer
+    given = problem.lbfgs_plan([noisy], Config(steps=300, lbfgs_steps=7))
+    assert (given.lbfgs_steps, given.steps) == (7, 300)
+    off = problem.lbfgs_plan([clean], Config(steps=10000, lbfgs_steps=0))
+    assert (off.lbfgs_steps, off.steps) == (0, 10000)
+    with pytest.raises(ConfigError, match="lbfgs_steps must be an integer >= 0 iterations"):
+        Config(lbfgs_steps=-1)
+
+
+def test_invert_records_the_phase_and_keeps_adam_steps():
+    result = inversion.invert(
+        plane_wave_dataset(), Config(**{**SMALL, "steps": 20, "lbfgs_steps": 10}), progress=False
+    )
+    facts = result.metrics["lbfgs"]
+    assert facts["steps"] == 10 and facts["kept"] is True
+    assert facts["loss_after"] < facts["loss_before"]
+    assert result.metrics["steps"] == 20
+    assert not any("L-BFGS" in n for n in result.metrics["notes"])
