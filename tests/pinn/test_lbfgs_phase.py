@@ -73,8 +73,11 @@ def test_stacked_members_are_polished_as_each_alone(prepared):
             np.testing.assert_allclose(np.asarray(b)[i], np.asarray(a), rtol=2e-3, atol=2e-5)
 
 
-def test_the_phase_runs_on_clean_long_fits_only():
-    clean = plane_wave_dataset()
+def test_the_phase_runs_on_clean_long_navier_fits_only():
+    scalar = plane_wave_dataset()
+    clean = dataclasses.replace(scalar, u=np.concatenate([scalar.u, scalar.u[:, :1]], axis=1))
+    assert problem.lbfgs_plan([scalar], Config(steps=10000)).lbfgs_steps == 0  # not navier
+    assert problem.lbfgs_plan([clean], Config(steps=10000, pde="hetero")).lbfgs_steps == 0
     u = add_noise(clean.u.reshape(clean.n_freq, clean.n_comp, -1), -20.0, 0)
     noisy = dataclasses.replace(clean, u=u.reshape(clean.u.shape))
     assert problem.best_noise(clean) < problem.CLEAN_NOISE < problem.best_noise(noisy)
