@@ -103,21 +103,23 @@ def best_noise(dataset: Dataset) -> float:
     return float(ratio.min()) if ratio.size else 0.0
 
 
-# The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for a
-# navier fit (the form it was measured on) longer than Config.lbfgs_from whose noisiest
-# dataset's best field has a noise fraction below CLEAN_NOISE; at -20 dB (noise fraction
-# 0.06-0.08) it fitted the noise. Why: docs/defaults.md.
+# The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
+# navier fit (the form and the kind of run it was measured on: one dataset, no ensemble)
+# longer than Config.lbfgs_from whose best field has a noise fraction below CLEAN_NOISE;
+# at -20 dB (noise fraction 0.06-0.08) it fitted the noise. Why: docs/defaults.md.
 LBFGS_STEPS = 1000
 CLEAN_NOISE = 0.02
 
 
 def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config) -> Config:
-    """``cfg`` with ``lbfgs_steps`` an int (None resolved by the form, the step count and
-    the data's noise, see :data:`CLEAN_NOISE`) and, when there is an L-BFGS phase,
-    ``steps`` the Adam phase's min(steps, lbfgs_from)."""
+    """``cfg`` with ``lbfgs_steps`` an int (None resolved by the run, the form, the step
+    count and the data's noise, see :data:`CLEAN_NOISE`; ``datasets`` are the run's
+    members: a batch or the z-slices of a slicewise fit are several) and, when there is an
+    L-BFGS phase, ``steps`` the Adam phase's min(steps, lbfgs_from)."""
     n = cfg.lbfgs_steps
     if n is None:
-        navier = forms.resolve(cfg.pde, datasets[0].n_comp) == "navier"
+        one = len(datasets) == 1 and cfg.ensemble == 1
+        navier = one and forms.resolve(cfg.pde, datasets[0].n_comp) == "navier"
         long = navier and cfg.steps > cfg.lbfgs_from
         clean = long and max(best_noise(d) for d in datasets) < CLEAN_NOISE
         n = LBFGS_STEPS if clean else 0

@@ -73,7 +73,7 @@ def test_stacked_members_are_polished_as_each_alone(prepared):
             np.testing.assert_allclose(np.asarray(b)[i], np.asarray(a), rtol=2e-3, atol=2e-5)
 
 
-def test_the_phase_runs_on_clean_long_navier_fits_only():
+def test_the_phase_runs_on_one_clean_long_navier_fit_only():
     scalar = plane_wave_dataset()
     clean = dataclasses.replace(scalar, u=np.concatenate([scalar.u, scalar.u[:, :1]], axis=1))
     assert problem.lbfgs_plan([scalar], Config(steps=10000)).lbfgs_steps == 0  # not navier
@@ -84,7 +84,8 @@ def test_the_phase_runs_on_clean_long_navier_fits_only():
     long = Config(steps=10000)
     on = problem.lbfgs_plan([clean], long)
     assert (on.lbfgs_steps, on.steps) == (problem.LBFGS_STEPS, long.lbfgs_from)
-    assert problem.lbfgs_plan([clean, noisy], long).lbfgs_steps == 0  # the noisiest decides
+    assert problem.lbfgs_plan([clean, clean], long).lbfgs_steps == 0  # a batch: not measured
+    assert problem.lbfgs_plan([clean], long.replace(ensemble=2)).lbfgs_steps == 0
     assert problem.lbfgs_plan([clean], Config(steps=5000)).lbfgs_steps == 0  # not longer
     given = problem.lbfgs_plan([noisy], Config(steps=300, lbfgs_steps=7))
     assert (given.lbfgs_steps, given.steps) == (7, 300)
