@@ -259,10 +259,13 @@ def _summary(facts: dict, out: Path) -> None:
 
 
 def _accuracy_line(facts: dict) -> str:
-    """Steps and time, and where the truth is known the median G' and G'' errors, R and
-    the contrast of each target beside them (a median over mostly background voxels
-    flatters any method)."""
+    """Steps (Adam, then L-BFGS where that phase ran) and time, and where the truth is
+    known the median G' and G'' errors, R and the contrast of each target beside them (a
+    median over mostly background voxels flatters any method)."""
     parts = [f"{facts['steps']} steps"] if isinstance(facts.get("steps"), int) else []
+    polish = facts.get("lbfgs") or {}
+    if parts and polish and not polish.get("skipped"):
+        parts[0] += f" + {polish['steps']} L-BFGS"
     if isinstance(facts.get("wall_time_s"), float):
         parts.append(f"{facts['wall_time_s']:.1f} s")
     for key, name in (("median_rel_error_storage", "G'"), ("median_rel_error_loss", "G''")):

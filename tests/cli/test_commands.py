@@ -117,6 +117,10 @@ def test_the_summary_shows_contrast_and_loss_modulus_beside_the_median():
         "contrast 2: 0.98, 3: 0.50"
     )
     assert _accuracy_line({"steps": 10}) == "10 steps"  # no truth: no accuracy
+    polished = {"steps": 5000, "lbfgs": {"steps": 1000, "points": 16384, "kept": True}}
+    assert _accuracy_line(polished) == "5000 steps + 1000 L-BFGS"
+    skipped = {"steps": 5000, "lbfgs": {"steps": 1000, "skipped": "runs on one device"}}
+    assert _accuracy_line(skipped) == "5000 steps"
 
 
 def test_an_implausible_file_of_a_batch_is_named(tmp_path, capsys):
