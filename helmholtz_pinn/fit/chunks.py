@@ -203,14 +203,13 @@ def _polish(state, problem, spec, cfg: Config, plan, members: int) -> tuple[Any,
     losses = np.asarray(losses, float).reshape(-1, cfg.lbfgs_steps + 1)[:rows]
     kept = np.asarray(kept).reshape(-1)[:rows]
 
-    def value(a):  # one value for one fit, else one per member
-        a = np.round(a, 8).tolist() if a.dtype != bool else a.tolist()
-        return a if members else a[0]
+    def per_fit(a):  # one value for one fit, else one per member
+        return a.tolist() if members else a[0].item()
 
     facts.update(
-        loss_before=value(losses[:, 0]),
-        loss_after=value(losses[:, -1]),
-        kept=value(kept),
+        loss_before=per_fit(losses[:, 0].round(8)),
+        loss_after=per_fit(losses[:, -1].round(8)),
+        kept=per_fit(kept),
         time_s=round(time.perf_counter() - t0, 2),
     )
     return state, facts

@@ -431,7 +431,8 @@ def run_notes(cfg: Config, facts: dict) -> list[str]:
         notes.append(f"no L-BFGS phase: it {polish['skipped']}")
     elif polish and not all(np.atleast_1d(polish["kept"])):
         notes.append(
-            "the L-BFGS phase did not lower the loss (of every member): the Adam result is kept"
+            "the L-BFGS phase did not lower the loss: a fit whose lbfgs.kept is false keeps "
+            "its Adam result"
         )
     if facts.get("pde_margin") and facts.get("pde_fraction", 0) < 1:
         notes.append(

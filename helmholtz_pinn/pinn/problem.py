@@ -121,7 +121,7 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config) -> Config:
         one = len(datasets) == 1 and cfg.ensemble == 1
         navier = one and forms.resolve(cfg.pde, datasets[0].n_comp) == "navier"
         long = navier and cfg.steps > cfg.lbfgs_from
-        clean = long and max(best_noise(d) for d in datasets) < CLEAN_NOISE
+        clean = long and best_noise(datasets[0]) < CLEAN_NOISE
         n = LBFGS_STEPS if clean else 0
     steps = min(cfg.steps, cfg.lbfgs_from) if n else cfg.steps
     return cfg.replace(lbfgs_steps=n, steps=steps)

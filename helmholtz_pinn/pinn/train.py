@@ -386,8 +386,9 @@ def polish_fn(
     Adam; ``losses`` are the loss before each iteration and after the last.
 
     The loss L(params) = data + pde_weight(step) pde of :func:`loss_terms` on one fixed
-    sample of ``points`` voxels (every voxel of the mask when they are fewer; drawn from
-    fold_in(key, 2^31 - 1), none of Adam's draws) is minimised by ``n_iter`` iterations of
+    sample of ``points`` voxels (every voxel of the mask when they are fewer; drawn as
+    :func:`sample_batch` draws a step's batch, from the key fold_in(key, 2^31 - 1), which
+    no Adam step uses) is minimised by ``n_iter`` iterations of
     L-BFGS (optax, memory 10, zoom line search) in one ``lax.scan``. The state's params
     are replaced only if the last loss is finite and below the first (``kept``); the step
     counter and Adam's state stay as Adam left them. ``members``: as in :func:`block_fn`.

@@ -60,7 +60,7 @@ def test_polish_that_cannot_lower_the_loss_keeps_the_adam_parameters(prepared):
 
 
 def test_stacked_members_are_polished_as_each_alone(prepared):
-    states = [_adam_state(prepared), _adam_state(dataclasses.replace(prepared), steps=10)]
+    states = [_adam_state(prepared), _adam_state(prepared, steps=10)]
     one = jax.jit(train.polish_fn(prepared.spec, 5, 10**6))
     both = jax.jit(train.polish_fn(prepared.spec, 5, 10**6, members=True, shared_problem=True))
     stacked, losses, _ = both(train.stack_trees(states), prepared.problem)
