@@ -165,6 +165,12 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     state, problem = placement.place(state, problem, plan)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)
+    polish = None  # the L-BFGS phase (one device only) compiles while Adam trains
+    if cfg.lbfgs_steps and len(plan.devices) == 1:
+        block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
+        polish = placement.polish_ahead(
+            spec, cfg.lbfgs_steps, cfg.lbfgs_points, plan, state, problem
+        )
     before = 0 if host is None else len(host.history)
     if callback is not None and plan.padded_members != members:  # it sees real members only
         callback = _members_only(callback, slice(0, members))
@@ -184,20 +190,22 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         history = [host_loop.member_record(r, slice(0, members)) for r in history]
     resumed["trained_blocks"] = len(history) - before
     if cfg.lbfgs_steps:
-        state, resumed["lbfgs"] = _polish(state, problem, spec, cfg, plan, members)
+        state, resumed["lbfgs"] = _polish(state, problem, polish, cfg, plan, members)
     return placement.gather(state, plan), history, plan, resumed
 
 
-def _polish(state, problem, spec, cfg: Config, plan, members: int) -> tuple[Any, dict]:
+def _polish(state, problem, polish, cfg: Config, plan, members: int) -> tuple[Any, dict]:
     """The L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on the placed state,
-    on one device; with several devices the Adam state is returned as it is. Returns
-    (state, facts): iterations, sample size, loss before and after (per member),
-    whether each member kept its result, seconds."""
+    ``polish`` the future of its compiled program (:func:`placement.polish_ahead`), None
+    with several devices: then the Adam state is returned as it is. Returns (state,
+    facts): iterations, sample size, loss before and after (per member), whether each
+    member kept its result, seconds waited for the compile after Adam ended, seconds run."""
     facts: dict[str, Any] = {"steps": cfg.lbfgs_steps, "points": cfg.lbfgs_points}
-    if len(plan.devices) > 1:
+    if polish is None:
         return state, {**facts, "skipped": f"runs on one device; this fit used {len(plan.devices)}"}
     t0 = time.perf_counter()
-    polish = placement.compile_polish(spec, cfg.lbfgs_steps, cfg.lbfgs_points, plan)
+    polish = polish.result()
+    t1 = time.perf_counter()
     state, losses, kept = polish(state, problem)
     rows = max(members, 1)
     losses = np.asarray(losses, float).reshape(-1, cfg.lbfgs_steps + 1)[:rows]
@@ -210,7 +218,8 @@ def _polish(state, problem, spec, cfg: Config, plan, members: int) -> tuple[Any,
         loss_before=per_fit(losses[:, 0].round(8)),
         loss_after=per_fit(losses[:, -1].round(8)),
         kept=per_fit(kept),
-        time_s=round(time.perf_counter() - t0, 2),
+        compile_wait_s=round(t1 - t0, 2),
+        time_s=round(time.perf_counter() - t1, 2),
     )
     return state, facts
 

@@ -1,4 +1,4 @@
-"""Devices: plan where a fit runs (a :class:`Placement`), place its arrays, compile its block.
+"""Devices: plan where a fit runs (a :class:`Placement`), place its arrays, compile its programs.
 
 One 1-D ``jax.sharding.Mesh`` over D devices, used in one of two ways:
 
@@ -15,7 +15,8 @@ Memory (:mod:`helmholtz_pinn.fit.memory`): :func:`plan` refuses a placement whos
 would not fit.
 
 This module owns no entry point and no training step: :func:`compile_block` applies a
-placement to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`.
+placement to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`, and
+:func:`polish_ahead` compiles the L-BFGS phase in the background while that block trains.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import dataclasses
 import functools
 import math
 import os
+import threading
+from concurrent.futures import Future
 from typing import NamedTuple
 
 import jax
@@ -211,7 +214,8 @@ def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
 
 @functools.lru_cache(maxsize=8)
 def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placement):
-    """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on one device."""
+    """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on one device
+    (XLA options: :func:`helmholtz_pinn.pinn.model.phase_options`)."""
     fn = train.polish_fn(
         spec,
         n_iter,
@@ -219,7 +223,42 @@ def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placem
         members=bool(placement.members),
         shared_problem=placement.shared_problem,
     )
-    return jax.jit(fn)
+    return jax.jit(fn, compiler_options=model.phase_options())
+
+
+def polish_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement, state, problem):
+    """Start compiling the L-BFGS phase (:func:`compile_polish`) for the shapes and
+    placement of ``state`` and ``problem`` in a background thread; returns a
+    ``concurrent.futures.Future`` whose result is the compiled program (called with
+    arrays of those shapes). Started before the Adam phase, the compile (tens of seconds
+    on a GPU into an empty cache) runs while Adam trains instead of after it."""
+    jitted = compile_polish(spec, n_iter, points, placement)
+    shapes = jax.tree.map(_abstract, (state, problem))
+    precision = jax.config.jax_default_matmul_precision  # a `with` setting is per thread
+
+    def work():
+        with jax.default_matmul_precision(precision):
+            return jitted.lower(*shapes).compile()
+
+    return _in_background(work)
+
+
+def _abstract(a: jax.Array) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding, weak_type=a.weak_type)
+
+
+def _in_background(work) -> Future:
+    """``work()`` in a daemon thread (an interrupted run does not wait for it to end)."""
+    future: Future = Future()
+
+    def run():
+        try:
+            future.set_result(work())
+        except BaseException as error:  # handed to whoever waits for the result
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="helmholtz-pinn-compile", daemon=True).start()
+    return future
 
 
 def place(state, problem, placement: Placement):

@@ -105,6 +105,16 @@ def gemm_options(points: int, ndim: int = 2) -> dict:
     return {}
 
 
+def phase_options() -> dict:
+    """XLA options of a program run once per fit for seconds (the L-BFGS phase): on a GPU
+    cuBLAS GEMMs at every size, autotuned among cuBLAS's algorithms (Triton's autotuning
+    of its several loss evaluations took longer than the phase runs); none elsewhere. The
+    arithmetic is the same float32 (``Precision.HIGHEST``)."""
+    if jax.default_backend() == "gpu":
+        return {"xla_gpu_enable_triton_gemm": False}
+    return {}
+
+
 def once_options() -> dict:
     """XLA options of a program run once per fit (the map on the grid, the law check): on
     a GPU cuBLAS GEMMs with XLA's heuristic algorithm, no autotuning (it took most of a

@@ -72,7 +72,7 @@ class RunFacts(TypedDict, total=False):
     chunks: int
     datasets_per_chunk: int
     chunks_already_done: int
-    lbfgs: dict[str, Any]  # the L-BFGS phase: steps, points, loss before / after, kept, time_s
+    lbfgs: dict[str, Any]  # the L-BFGS phase: steps, points, losses, kept, compile_wait_s, time_s
 
 
 class BaselineFacts(TypedDict, total=False):

@@ -11,7 +11,7 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
-from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit import inversion, placement
 from helmholtz_pinn.forward.phantoms import add_noise
 from helmholtz_pinn.pinn import problem, train
 from helmholtz_pinn.pinn.problem import prepare
@@ -46,6 +46,19 @@ def test_polish_lowers_the_loss_of_its_sample_and_leaves_adam_state(prepared):
     assert int(polished.step) == int(state.step)  # the step counter counts Adam steps
     same = jax.tree.map(np.array_equal, polished.opt_state, state.opt_state)
     assert all(jax.tree.leaves(same))
+
+
+def test_phase_compiled_ahead_in_a_thread_is_the_same_program(prepared):
+    """The program compiled from abstract shapes in a background thread, while the caller
+    goes on (as the Adam phase does), gives the jitted phase's result bit for bit."""
+    plan = placement.plan(1, rows=prepared.problem.x.shape[0], per_voxel=84, batch_size=64)
+    state, prob = placement.place(_adam_state(prepared), prepared.problem, plan)
+    future = placement.polish_ahead(prepared.spec, 5, 10**6, plan, state, prob)
+    state = jax.jit(train.block_fn(prepared.spec, 3))(state, prob)[0]  # the caller trains on
+    ahead = future.result()(state, prob)
+    plain = jax.jit(train.polish_fn(prepared.spec, 5, 10**6))(state, prob)
+    for a, b in zip(jax.tree.leaves(ahead), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_polish_that_cannot_lower_the_loss_keeps_the_adam_parameters(prepared):
