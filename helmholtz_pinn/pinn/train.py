@@ -223,12 +223,13 @@ def init_state(
     In 3-D, the rows of both Fourier matrices for the third axis are scaled by
     ``ratio_z`` (the through-plane scale as a fraction of the in-plane one). One compiled
     program (per spec and scales), not the dozens of small ones of an eager init."""
-    return _init_state(spec, seed, float(sigma_u), float(sigma_mu), learning_rate, float(ratio_z))
+    key = jax.random.PRNGKey(seed)  # outside the program: a seed may exceed int32
+    return _init_state(spec, key, float(sigma_u), float(sigma_mu), learning_rate, float(ratio_z))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 3, 5))
-def _init_state(spec, seed, sigma_u, sigma_mu, learning_rate, ratio_z) -> TrainState:
-    key_u, key_mu, key_data = jax.random.split(jax.random.PRNGKey(seed), 3)
+def _init_state(spec, key, sigma_u, sigma_mu, learning_rate, ratio_z) -> TrainState:
+    key_u, key_mu, key_data = jax.random.split(key, 3)
     x = jnp.zeros((1, spec.ndim), jnp.float32)
     u_net, mu_net = spec.networks(sigma_u, sigma_mu)
     vu, vmu = u_net.init(key_u, x), mu_net.init(key_mu, x)

@@ -67,6 +67,20 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
     assert placement.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
 
 
+def test_init_is_one_program_for_every_seed_and_takes_any_seed(prepared):
+    """The initialisation compiles once per network and scales, not per seed or rate;
+    a seed past int32 works (the key is made outside the program) and keeps its own key."""
+    before = train._init_state._cache_size()
+    a = init(prepared, seed=1)
+    after = train._init_state._cache_size()
+    b = init(prepared, seed=2**40, lr=5e-4)
+    assert train._init_state._cache_size() == after <= before + 1
+    data_key = jax.random.split(jax.random.PRNGKey(2**40), 3)[2]
+    np.testing.assert_array_equal(np.asarray(b.key), np.asarray(data_key))
+    kernels = [k for k in a.params["u"] if k.endswith("kernel")]  # biases start at zero
+    assert kernels and all(not np.array_equal(a.params["u"][k], b.params["u"][k]) for k in kernels)
+
+
 def test_state_dtypes_and_shapes_are_stable(prepared):
     state0 = init(prepared)
     state1, _ = placement.compile_block(prepared.spec, 5, one_device(prepared))(
