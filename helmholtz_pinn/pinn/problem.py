@@ -106,14 +106,16 @@ def best_noise(dataset: Dataset) -> float:
 # The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
 # navier fit (the form and the kind of run it was measured on: one dataset, no ensemble)
 # longer than Config.lbfgs_from whose best field has a noise fraction below CLEAN_NOISE;
-# at -20 dB (noise fraction 0.06-0.08) it fitted the noise. Why: docs/defaults.md.
+# at -20 dB (noise fraction 0.06-0.08) it fitted the noise; and whose mask has at most
+# Config.lbfgs_points voxels, so the phase's sample is the whole field (on a larger
+# volume it cost as much as the Adam phase for 0.1 point of G'). Why: docs/defaults.md.
 LBFGS_STEPS = 1000
 CLEAN_NOISE = 0.02
 
 
 def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config) -> Config:
     """``cfg`` with ``lbfgs_steps`` an int (None resolved by the run, the form, the step
-    count and the data's noise, see :data:`CLEAN_NOISE`; ``datasets`` are the run's
+    count, the mask's size and the data's noise, see :data:`CLEAN_NOISE`; ``datasets`` are the run's
     members: a batch or the z-slices of a slicewise fit are several) and, when there is an
     L-BFGS phase, ``steps`` the Adam phase's min(steps, lbfgs_from)."""
     n = cfg.lbfgs_steps
@@ -121,7 +123,8 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config) -> Config:
         one = len(datasets) == 1 and cfg.ensemble == 1
         navier = one and forms.resolve(cfg.pde, datasets[0].n_comp) == "navier"
         long = navier and cfg.steps > cfg.lbfgs_from
-        clean = long and best_noise(datasets[0]) < CLEAN_NOISE
+        whole = long and int(np.count_nonzero(datasets[0].mask)) <= cfg.lbfgs_points
+        clean = whole and best_noise(datasets[0]) < CLEAN_NOISE
         n = LBFGS_STEPS if clean else 0
     steps = min(cfg.steps, cfg.lbfgs_from) if n else cfg.steps
     return cfg.replace(lbfgs_steps=n, steps=steps)

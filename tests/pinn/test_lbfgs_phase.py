@@ -86,7 +86,7 @@ def test_stacked_members_are_polished_as_each_alone(prepared):
             np.testing.assert_allclose(np.asarray(b)[i], np.asarray(a), rtol=2e-3, atol=2e-5)
 
 
-def test_the_phase_runs_on_one_clean_long_navier_fit_only():
+def test_the_phase_runs_on_one_clean_long_navier_fit_of_a_field_its_sample_holds():
     scalar = plane_wave_dataset()
     clean = dataclasses.replace(scalar, u=np.concatenate([scalar.u, scalar.u[:, :1]], axis=1))
     assert problem.lbfgs_plan([scalar], Config(steps=10000)).lbfgs_steps == 0  # not navier
@@ -100,6 +100,9 @@ def test_the_phase_runs_on_one_clean_long_navier_fit_only():
     assert problem.lbfgs_plan([clean, clean], long).lbfgs_steps == 0  # a batch: not measured
     assert problem.lbfgs_plan([clean], long.replace(ensemble=2)).lbfgs_steps == 0
     assert problem.lbfgs_plan([clean], Config(steps=5000)).lbfgs_steps == 0  # not longer
+    voxels = int(np.count_nonzero(clean.mask))  # the sample must hold the whole field
+    assert problem.lbfgs_plan([clean], long.replace(lbfgs_points=voxels)).lbfgs_steps > 0
+    assert problem.lbfgs_plan([clean], long.replace(lbfgs_points=voxels - 1)).lbfgs_steps == 0
     given = problem.lbfgs_plan([noisy], Config(steps=300, lbfgs_steps=7))
     assert (given.lbfgs_steps, given.steps) == (7, 300)
     off = problem.lbfgs_plan([clean], Config(steps=10000, lbfgs_steps=0))
