@@ -14,11 +14,8 @@ the fitted modulus that best satisfies the PDE for the fitted wave, and the law'
 modulus the law cannot give. The wrong law leaves the larger spread: 3-7x the right
 law's on every tuning case (docs/defaults.md).
 
-``mu_model="auto"`` fits the first law of :data:`ORDER` and reads, on that fit's wave,
-the spread of the other law matched voxel by voxel to the fitted modulus. When the
-other's is :data:`ONE_FIT_MARGIN` times the fitted law's or more, one fit settles the
-choice (:func:`settled`). Otherwise the other law is fitted too and the one of the
-lower spread kept (:func:`chosen`; a tie goes to the springpot). Per-frequency moduli are not
+``mu_model="auto"`` fits both laws (:data:`ORDER`) and keeps the one of the lower
+spread (:func:`chosen`; a tie goes to the springpot). Per-frequency moduli are not
 chosen for several frequencies: on the three-component held-out volume they were 3.6x
 worse than either law. A spread above :func:`spread_limit` (per PDE form: the navier
 form's free pressure absorbs part of a wrong law's misfit, so its spreads are smaller)
@@ -35,9 +32,6 @@ ORDER = ("springpot", "voigt")  # the laws auto fits, in this order
 # measurements in docs/defaults.md); other forms: DEFAULT_SPREAD_MAX
 SPREAD_MAX = {"navier": 0.0025}
 DEFAULT_SPREAD_MAX = 0.02
-# one fit settles the law when each other law, matched to its modulus, spreads this many
-# times more on its wave (tuning measurements in docs/defaults.md)
-ONE_FIT_MARGIN = 3.0
 
 
 def spread_limit(pde: str | None) -> float:
@@ -51,14 +45,6 @@ def worst(spreads: Sequence[float | None]) -> float | None:
     return max(finite) if finite else None
 
 
-def settled(spread: float | None, matched: float | None) -> bool:
-    """Whether one fit of spread ``spread`` settles the law: another law matched to its
-    modulus spreads at least :data:`ONE_FIT_MARGIN` times more (False when either is
-    unknown)."""
-    known = all(s is not None and math.isfinite(s) for s in (spread, matched))
-    return known and matched > 0 and matched >= ONE_FIT_MARGIN * spread
-
-
 def chosen(tried: dict[str, float | None]) -> str:
     """The law of the lower measured spread among ``tried`` (a tie, or none measured:
     the first of :data:`ORDER` tried)."""
@@ -66,24 +52,7 @@ def chosen(tried: dict[str, float | None]) -> str:
     return min(laws, key=lambda law: math.inf if tried[law] is None else tried[law])
 
 
-def lowest(spreads: Sequence[float | None]) -> float | None:
-    """The smallest finite spread of a batch's fits, or None."""
-    finite = [s for s in spreads if s is not None and math.isfinite(s)]
-    return min(finite) if finite else None
-
-
-def describe(
-    kept: str, tried: dict[str, float | None], matched: dict[str, float | None] | None = None
-) -> str:
-    """One line for a log: the law kept, the spread of every law fitted and, when one fit
-    settled the choice, the spread of every other law ``matched`` to its modulus."""
-
-    def pct(s):
-        return "-" if s is None else f"{s:.2%}"
-
-    spreads = ", ".join(f"{law} {pct(s)}" for law, s in tried.items())
-    line = f"law: {kept}, chosen by the data (the lower spread between frequencies: {spreads}"
-    if matched:
-        others = ", ".join(f"{law} {pct(s)}" for law, s in matched.items())
-        return f"{line}; matched to this fit: {others}; one fit)"
-    return f"{line})"
+def describe(kept: str, tried: dict[str, float | None]) -> str:
+    """One line for a log: the law kept and the spread of every law tried."""
+    spreads = ", ".join(f"{law} {'-' if s is None else f'{s:.2%}'}" for law, s in tried.items())
+    return f"law: {kept}, chosen by the data (the lower spread between frequencies: {spreads})"

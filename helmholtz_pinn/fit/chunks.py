@@ -311,26 +311,22 @@ def rows_of(state, i: int, ensemble: int, stacked: bool):
     return jax.tree.map(lambda a: a[rows], state)
 
 
-def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units, per-frequency
-    scales) on every voxel of the grid, from one state (E = 1) or E stacked ones. The
-    scales (:mod:`helmholtz_pinn.pinn.dispersion`) map each law of :data:`laws.ORDER` to
-    its c_f (E, F) complex: the fitted law's own, every other law matched to the fitted
-    modulus; empty unless a Voigt or springpot law was fitted at two or more frequencies."""
+def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units, the law's
+    per-frequency scale c_f (E, F) complex) on every voxel of the grid, from one state
+    (E = 1) or E stacked ones; c_f (:mod:`helmholtz_pinn.pinn.dispersion`) is NaN
+    unless a Voigt or springpot law was fitted at two or more frequencies."""
     stacked = np.ndim(state.step) == 1
     members = train.unstack_tree(state, len(state.step)) if stacked else [state]
     fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
     u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
-    own = prep.spec.mu_model
-    scales = {}
-    if own in laws.ORDER and prep.spec.n_freq > 1:
-        others = tuple(law for law in laws.ORDER if law != own)
-        rows = np.stack(
-            [dispersion.frequency_scale(m, prep.spec, prep.problem, others) for m in members]
-        )  # (E, 1 + L, F)
-        scales = {law: rows[:, i] for i, law in enumerate((own, *others))}
-    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim), scales
+    law = prep.spec.mu_model in laws.ORDER and prep.spec.n_freq > 1
+    nan = np.full(prep.spec.n_freq, np.nan + 0j)
+    scale = np.stack(
+        [dispersion.frequency_scale(m, prep.spec, prep.problem) if law else nan for m in members]
+    )
+    return mus, u_fit * prep.u_scale.reshape(prep.u_scale.shape + (1,) * dataset.ndim), scale
 
 
 def to_grid(values: np.ndarray, dataset: Dataset) -> np.ndarray:

@@ -138,21 +138,16 @@ def invert(
     return results if stacked else results[0]
 
 
-def law_facts(scales: dict[str, np.ndarray], frequency: np.ndarray) -> dict:
+def law_facts(scale: np.ndarray, frequency: np.ndarray) -> dict:
     """``law_scale`` (per frequency: |c_f| and arg c_f in degrees) and ``law_spread`` of
-    the fitted law's per-frequency factors, and ``law_spread_matched`` (each other law
-    matched to the fitted modulus: its spread on the same wave), from ``scales`` (the
-    fitted law first, then the others: :func:`helmholtz_pinn.fit.chunks._maps`; c_f
-    (members, F) complex, averaged over ensemble seeds or slices); empty when the fitted
-    law's are NaN (no law fitted, or one frequency)."""
-    means = {}
-    for law, scale in scales.items():
-        scale = np.asarray(scale, complex).reshape(-1, len(frequency))
-        scale = scale[np.isfinite(scale).all(axis=1)]
-        means[law] = scale.mean(axis=0) if scale.size else None
-    fitted = next(iter(means.values()), None)
-    if fitted is None:  # no law fitted (NaN), or one frequency (none computed)
+    the per-frequency factors ``scale`` (members, F) complex of a Voigt or springpot fit
+    (:mod:`helmholtz_pinn.pinn.dispersion`; the mean over ensemble seeds or slices);
+    empty when they are NaN (no law fitted, or one frequency)."""
+    scale = np.asarray(scale, complex).reshape(-1, len(frequency))
+    scale = scale[np.isfinite(scale).all(axis=1)]
+    if not scale.size:  # no law fitted (NaN), or one frequency (none computed)
         return {}
+    mean = scale.mean(axis=0)
     return {
         "law_scale": [
             {
@@ -160,32 +155,25 @@ def law_facts(scales: dict[str, np.ndarray], frequency: np.ndarray) -> dict:
                 "abs": round(float(abs(c)), 4),
                 "phase_deg": round(float(np.degrees(np.angle(c))), 2),
             }
-            for f, c in zip(frequency, fitted, strict=True)
+            for f, c in zip(frequency, mean, strict=True)
         ],
-        "law_spread": round(dispersion.spread(fitted), 4),
-        "law_spread_matched": {
-            law: None if mean is None else round(dispersion.spread(mean), 4)
-            for law, mean in list(means.items())[1:]
-        },
+        "law_spread": round(dispersion.spread(mean), 4),
     }
 
 
 def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | list[Result]:
     """``mu_model="auto"``: one frequency is fitted per-frequency (no law to choose);
-    otherwise the first law of :data:`laws.ORDER` is fitted, and kept alone when every
-    other law matched to its modulus spreads :data:`laws.ONE_FIT_MARGIN` times more on
-    its wave (:func:`laws.settled`, each dataset of a batch); else the other law is fitted
-    too, both judged by their ``law_spread`` (the worst over a batch) and
-    :func:`laws.chosen` kept. A checkpoint folder gets one subfolder per law; the
-    warnings of a fit not kept are dropped. Every Result's ``law`` fact records the
-    choice, the spread of each law fitted and, after one fit, the matched spreads."""
+    otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
+    (the worst over a batch), and :func:`laws.chosen` is kept. A checkpoint folder gets
+    one subfolder per law; the warnings of the fit not kept are dropped. Every Result's
+    ``law`` fact records the choice and the spread of each law tried."""
     first = data if isinstance(data, Dataset) else next(iter(data), None)
     if isinstance(first, Dataset) and first.n_freq == 1:
         record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
         fitted = invert(data, cfg.replace(mu_model="per-frequency"), **run, **ckpt, **more)
         return _with_law(fitted, record)
     tried: dict[str, float | None] = {}
-    fits, caught, matched = {}, {}, {}
+    fits, caught = {}, {}
     t0 = time.perf_counter()
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
@@ -197,36 +185,15 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
             fits[law] = invert(data, cfg.replace(mu_model=law), **run, **where, **more)
         results = fits[law] if isinstance(fits[law], list) else [fits[law]]
         tried[law] = laws.worst([r.metrics.get("law_spread") for r in results])
-        if len(tried) == 1:  # the other laws matched to this fit's modulus
-            matched = {
-                other: [r.metrics.get("law_spread_matched", {}).get(other) for r in results]
-                for other in laws.ORDER
-                if other != law
-            }
-            spreads = [r.metrics.get("law_spread") for r in results]
-            if all(
-                laws.settled(*pair)
-                for m in matched.values()
-                for pair in zip(spreads, m, strict=True)
-            ):
-                break
     law = laws.chosen(tried)
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    one = len(tried) == 1
-    lowest = {other: laws.lowest(m) for other, m in matched.items()}
     record = {
         "mu_model": law,
-        "chosen_by": (
-            f"one fit: the other law, matched to its modulus, spread at least "
-            f"{laws.ONE_FIT_MARGIN:g}x more between the frequencies"
-            if one
-            else "the lower spread of the per-frequency factors of each law's fit"
-        ),
+        "chosen_by": "the lower spread of the per-frequency factors of each law's fit",
         "tried": tried,
-        "matched": lowest,
         "wall_time_s": round(time.perf_counter() - t0, 2),
-        "line": laws.describe(law, tried, lowest if one else None),
+        "line": laws.describe(law, tried),
     }
     return _with_law(fits[law], record)
 
@@ -344,9 +311,7 @@ def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, c
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
     NaN members, which :func:`make_result` skips)."""
     run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
-    laws_fitted = maps[0][2].keys()  # every slice's c_f, per law, as one set of members
-    stacked = {law: np.concatenate([s[law] for _, _, s in maps]) for law in laws_fitted}
-    run.update(law_facts(stacked, volume.frequency))
+    run.update(law_facts(np.concatenate([s for _, _, s in maps]), volume.frequency))
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
     e = cfg.ensemble

@@ -63,7 +63,6 @@ class RunFacts(TypedDict, total=False):
     ensemble_dropped_seeds: list[int] | dict[str, list[int]]
     law_scale: list[dict[str, float]]  # per frequency: frequency_hz, abs, phase_deg
     law_spread: float
-    law_spread_matched: dict[str, float | None]  # each other law matched to the fitted modulus
     law: dict[str, Any]  # mu_model="auto": the law kept, the spread of each law tried
     resumed_from_step: int | None
     resumed_from: str | None

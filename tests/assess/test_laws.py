@@ -28,19 +28,3 @@ def test_the_line_names_the_law_and_the_spreads():
     line = laws.describe("voigt", {"springpot": 0.0093, "voigt": 0.0013})
     assert line.startswith("law: voigt, chosen by the data")
     assert "springpot 0.93%" in line and "voigt 0.13%" in line
-
-
-def test_one_fit_settles_only_with_a_clear_margin():
-    margin = laws.ONE_FIT_MARGIN
-    assert laws.settled(0.001, 0.001 * margin)
-    assert not laws.settled(0.001, 0.001 * margin * 0.99)
-    assert not laws.settled(0.02, 0.001)  # the matched law would hold better
-    assert not laws.settled(None, 0.05) and not laws.settled(0.001, math.nan)
-    assert not laws.settled(0.0, 0.0)
-    assert laws.lowest([0.03, None, 0.01]) == 0.01 and laws.lowest([None]) is None
-
-
-def test_after_one_fit_the_line_names_the_matched_spread():
-    line = laws.describe("springpot", {"springpot": 0.0008}, {"voigt": 0.0061})
-    assert "springpot 0.08%" in line and "matched to this fit: voigt 0.61%" in line
-    assert "one fit" in line
