@@ -89,6 +89,7 @@ def record(name: str, noise_db, method: str, facts: dict, seconds: float) -> dic
         "storage_per_f": [p.get("median_rel_error_storage") for p in per_f],
         "loss_per_f": [p.get("median_rel_error_loss") for p in per_f],
         "contrast": facts.get("contrast_transfer"),
+        "contrast_loss": facts.get("contrast_transfer_loss"),
         "law": facts.get("law"),
         "law_spread": facts.get("law_spread"),
         "law_scale": facts.get("law_scale"),

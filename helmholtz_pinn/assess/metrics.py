@@ -105,15 +105,26 @@ def region_medians(values: np.ndarray, regions: np.ndarray, mask: np.ndarray) ->
     return out
 
 
+# a target whose true value differs from the background's by less than this fraction of
+# the background has no contrast to recover: the ratio would be noise over a near-zero
+# difference (a viscosity-only target's G'; its G'' contrast is read instead)
+MIN_CONTRAST = 0.1
+
+
 def contrast_transfer(
-    pred: np.ndarray, true: np.ndarray, regions: np.ndarray, mask: np.ndarray
+    pred: np.ndarray,
+    true: np.ndarray,
+    regions: np.ndarray,
+    mask: np.ndarray,
+    min_contrast: float = MIN_CONTRAST,
 ) -> dict[int, float]:
     """Fraction of each target's true contrast against the background that is recovered.
 
     For each target region ``t >= 2``:
     ``(median(pred in t) - median(pred in 1)) / (median(true in t) - median(true in 1))``,
     medians taken inside the mask. 1.0 is a perfect contrast, 0.0 a flat map; ``nan``
-    where the true contrast is 0. Needs background voxels (label 1) inside the mask.
+    where the true contrast is below ``min_contrast`` times the background's true median
+    (in magnitude; 0 included). Needs background voxels (label 1) inside the mask.
     """
     _check_maps(pred, true, mask)
     mp = region_medians(pred, regions, mask)
@@ -126,7 +137,8 @@ def contrast_transfer(
     for label in sorted(k for k in mt if k >= 2):
         true_contrast = mt[label] - mt[1]
         pred_contrast = mp[label] - mp[1]
-        out[label] = math.nan if true_contrast == 0 else float(pred_contrast / true_contrast)
+        small = abs(true_contrast) < min_contrast * abs(mt[1]) or true_contrast == 0
+        out[label] = math.nan if small else float(pred_contrast / true_contrast)
     return out
 
 
@@ -194,7 +206,10 @@ def evaluate(
         ``{"1": {"median_storage_pa", "true_median_storage_pa",
         "median_rel_error_storage"}, "2": ...}`` (storage medians in Pa, error a
         fraction), and ``contrast_transfer`` = ``{"2": ..., ...}`` on ``Re(mu)``
-        (1.0 = perfect, 0.0 = flat; see :func:`contrast_transfer`).
+        (1.0 = perfect, 0.0 = flat, None where the true G' differs from the
+        background's by less than :data:`MIN_CONTRAST`; see :func:`contrast_transfer`)
+        and ``contrast_transfer_loss``, the same on G'' = ``Im(mu)`` (when some target
+        has a G'' contrast: a viscosity-only target's is here).
 
       When the prediction or the truth is per-frequency (``(F, *grid)``), each
       frequency is compared on its own (a single map is compared with every
@@ -296,8 +311,8 @@ def _evaluate_one(pred: np.ndarray, true: np.ndarray, dataset: Dataset, mask: np
             for label in sorted(med_true)
         }
         if 1 in med_true:
-            out["contrast_transfer"] = {
-                str(label): finite_or_none(c)
-                for label, c in contrast_transfer(pred.real, true.real, regions, mask).items()
-            }
+            for key, part in (("contrast_transfer", np.real), ("contrast_transfer_loss", np.imag)):
+                ratios = contrast_transfer(part(pred), part(true), regions, mask)
+                if key == "contrast_transfer" or any(map(math.isfinite, ratios.values())):
+                    out[key] = {str(label): finite_or_none(c) for label, c in ratios.items()}
     return out

@@ -261,7 +261,8 @@ def _summary(facts: dict, out: Path) -> None:
 def _accuracy_line(facts: dict) -> str:
     """Steps (Adam, then L-BFGS where that phase ran) and time, and where the truth is
     known the median G' and G'' errors, R and the contrast of each target beside them (a
-    median over mostly background voxels flatters any method)."""
+    median over mostly background voxels flatters any method); a target with no G'
+    contrast to read (a viscosity-only one) shows its G'' contrast."""
     parts = [f"{facts['steps']} steps"] if isinstance(facts.get("steps"), int) else []
     polish = facts.get("lbfgs") or {}
     if parts and polish and not polish.get("skipped"):
@@ -276,6 +277,10 @@ def _accuracy_line(facts: dict) -> str:
     contrast = {k: v for k, v in (facts.get("contrast_transfer") or {}).items() if v is not None}
     if contrast:
         parts.append("contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in contrast.items()))
+    loss = facts.get("contrast_transfer_loss") or {}  # targets with no G' contrast to read
+    loss = {k: v for k, v in loss.items() if v is not None and k not in contrast}
+    if loss:
+        parts.append("G'' contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in loss.items()))
     return "; ".join(parts)
 
 

@@ -95,6 +95,7 @@ class Accuracy(TypedDict, total=False):
     pearson_r_storage: float | None
     regions: dict[str, dict[str, float | None]]
     contrast_transfer: dict[str, float | None]
+    contrast_transfer_loss: dict[str, float | None]  # the same on G''
     per_frequency: list[dict[str, Any]]
 
 

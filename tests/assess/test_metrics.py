@@ -101,6 +101,30 @@ def test_contrast_transfer_perfect_and_flat():
         contrast_transfer(flat, TRUE.real, REGIONS + 1, ALL)
 
 
+def test_a_target_that_barely_differs_from_the_background_has_no_contrast_to_read():
+    """Background 1000 Pa: a target 5 % off (1050) is below MIN_CONTRAST (10 %), so its
+    ratio, noise over a near-zero difference, is NaN; 20 % off (1200) is read; with
+    min_contrast=0 only an exact tie is NaN."""
+    true = np.array([[1000.0, 1000.0, 1000.0], [1050.0, 1050.0, 1200.0]])
+    pred = np.array([[1000.0, 1000.0, 1000.0], [1300.0, 1300.0, 1100.0]])
+    ct = contrast_transfer(pred, true, REGIONS, ALL)
+    assert math.isnan(ct[2]) and ct[3] == pytest.approx(0.5)
+    assert contrast_transfer(pred, true, REGIONS, ALL, min_contrast=0.0)[2] == pytest.approx(6.0)
+
+
+def test_a_viscosity_only_target_is_read_on_the_loss_modulus():
+    """Target 3 has the background's G' and four times its G'' (a viscosity-only target):
+    its G' contrast is None, its G'' contrast (recovered 600 - 200 over true 800 - 200)
+    is 2/3; target 2 differs in both."""
+    true = np.array([[1000 + 200j] * 3, [4000 + 400j, 4000 + 400j, 1000 + 800j]])
+    pred = np.array([[1000 + 200j] * 3, [3000 + 400j, 3000 + 400j, 1300 + 600j]])
+    grid_true = np.vstack([true, [[5000] * 3]])
+    out = evaluate(np.vstack([pred, [[7] * 3]]), make_dataset(mu=grid_true))
+    assert out["contrast_transfer"] == pytest.approx({"2": 2 / 3, "3": None})
+    assert out["contrast_transfer_loss"] == pytest.approx({"2": 1.0, "3": 2 / 3})
+    assert "contrast_transfer_loss" not in evaluate(PRED3, make_dataset())  # no true G''
+
+
 def test_evaluate_values_and_json():
     out = evaluate(PRED3, make_dataset())
     assert set(out) == {

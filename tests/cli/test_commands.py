@@ -116,6 +116,11 @@ def test_the_summary_shows_contrast_and_loss_modulus_beside_the_median():
         "3000 steps; 35.2 s; median G' error 4.2%; median G'' error 20.0%; R 0.879; "
         "contrast 2: 0.98, 3: 0.50"
     )
+    # a viscosity-only target (4) has no G' contrast to read: its G'' contrast is shown
+    loss = {"2": 0.9, "3": None, "4": 0.71}
+    assert _accuracy_line({**facts, "contrast_transfer_loss": loss}).endswith(
+        "contrast 2: 0.98, 3: 0.50; G'' contrast 4: 0.71"
+    )
     assert _accuracy_line({"steps": 10}) == "10 steps"  # no truth: no accuracy
     polished = {"steps": 5000, "lbfgs": {"steps": 1000, "points": 16384, "kept": True}}
     assert _accuracy_line(polished) == "5000 steps + 1000 L-BFGS"
