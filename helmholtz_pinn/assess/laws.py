@@ -52,7 +52,11 @@ def chosen(tried: dict[str, float | None]) -> str:
     return min(laws, key=lambda law: math.inf if tried[law] is None else tried[law])
 
 
-def describe(kept: str, tried: dict[str, float | None]) -> str:
-    """One line for a log: the law kept and the spread of every law tried."""
+def describe(kept: str, tried: dict[str, float | None], seconds: float | None = None) -> str:
+    """One line for a log: the law kept, the spread of every law tried and, with
+    ``seconds`` (all the fits' wall time), what naming the law would spare."""
     spreads = ", ".join(f"{law} {'-' if s is None else f'{s:.2%}'}" for law, s in tried.items())
-    return f"law: {kept}, chosen by the data (the lower spread between frequencies: {spreads})"
+    line = f"law: {kept}, chosen by the data (the lower spread between frequencies: {spreads})"
+    if seconds is None or len(tried) < 2:
+        return line
+    return f"{line}; {len(tried)} fits in {seconds:.0f} s: mu_model={kept} fits this law alone"

@@ -249,7 +249,7 @@ def _summary(facts: dict, out: Path) -> None:
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {_accuracy_line(facts)}")
     law = facts.get("law") or {}
     if law.get("line") or law.get("chosen_by"):
-        print(law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})")
+        print(cli_voice(law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})"))
     for note in facts.get("notes", []):
         print(f"note: {cli_voice(note)}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0

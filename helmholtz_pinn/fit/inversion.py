@@ -188,12 +188,13 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     law = laws.chosen(tried)
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    seconds = time.perf_counter() - t0
     record = {
         "mu_model": law,
         "chosen_by": "the lower spread of the per-frequency factors of each law's fit",
         "tried": tried,
-        "wall_time_s": round(time.perf_counter() - t0, 2),
-        "line": laws.describe(law, tried),
+        "wall_time_s": round(seconds, 2),
+        "line": laws.describe(law, tried, seconds),
     }
     return _with_law(fits[law], record)
 

@@ -28,3 +28,10 @@ def test_the_line_names_the_law_and_the_spreads():
     line = laws.describe("voigt", {"springpot": 0.0093, "voigt": 0.0013})
     assert line.startswith("law: voigt, chosen by the data")
     assert "springpot 0.93%" in line and "voigt 0.13%" in line
+    timed = laws.describe("voigt", {"springpot": 0.0093, "voigt": 0.0013}, 65.2)
+    assert timed.startswith(line) and timed.endswith(
+        "2 fits in 65 s: mu_model=voigt fits this law alone"
+    )
+    assert laws.describe("voigt", {"voigt": 0.0013}, 30.0) == laws.describe(
+        "voigt", {"voigt": 0.0013}
+    )
