@@ -133,14 +133,22 @@ def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f} %"
 
 
+def contrasts(row: dict) -> str:
+    """The targets' G' contrasts, then (as ``G'' k: v``) the G'' contrast of each target
+    that has no G' contrast to read (a viscosity-only one)."""
+    storage = {k: v for k, v in (row.get("contrast") or {}).items() if v is not None}
+    loss = row.get("contrast_loss") or {}
+    extra = [f"G'' {k}: {v:.2f}" for k, v in loss.items() if v is not None and k not in storage]
+    return " / ".join([f"{v:.2f}" for v in storage.values()] + extra)
+
+
 def summary(row: dict) -> str:
-    contrast = row.get("contrast") or {}
     law = (row.get("law") or {}).get("mu_model", "")
     return (
         f"{row['member']:<24} {str(row['noise_db']):>5} {row['method']:<18} G' "
         f"{_pct(row['storage']):>8} G'' {_pct(row['loss']):>8} R "
         f"{row['r'] if row['r'] is None else round(row['r'], 3)} contrast "
-        f"{' / '.join(f'{v:.2f}' for v in contrast.values() if v is not None)} {law} "
+        f"{contrasts(row)} {law} "
         f"spread {row.get('law_spread')} {row['seconds']} s {row['checks_failed']}"
     )
 
@@ -151,9 +159,7 @@ def report(args) -> int:
     print("| " + " | ".join(head) + " |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        contrast = " / ".join(
-            f"{v:.2f}" for v in (r.get("contrast") or {}).values() if v is not None
-        )
+        contrast = contrasts(r)
         law = (r.get("law") or {}).get("mu_model", "")
         spread = r.get("law_spread")
         law += f" ({spread:.3f})" if isinstance(spread, float) else ""
