@@ -14,7 +14,7 @@ from typing import Literal
 from helmholtz_pinn.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "sin")
-MU_MODELS = ("auto", "voigt", "per-frequency", "springpot")
+MU_MODELS = ("auto", "voigt", "per-frequency", "springpot", "springpot-dashpot")
 WEIGHTINGS = ("noise", "uniform")
 AUX_NETWORKS = ("mu", "u")
 
@@ -49,7 +49,9 @@ class Config:
         data, hetero otherwise).
       mu_model: the viscoelastic law: voigt (mu = G' + i omega eta, shared by all
         frequencies), springpot (mu = kappa (i omega)^alpha, 0 < alpha < 1 varying in
-        space, the phase angle alpha pi / 2 shared by all frequencies), per-frequency (an
+        space, the phase angle alpha pi / 2 shared by all frequencies), springpot-dashpot
+        (mu = kappa (i omega)^alpha + i omega eta: both laws in one, eta = 0 the
+        springpot, alpha = 0 Voigt; two or more frequencies), per-frequency (an
         independent complex modulus per frequency) or auto (chosen by the data: the
         springpot and Voigt are both fitted and the one whose fit satisfies the PDE at
         every frequency more alike is kept, helmholtz_pinn.assess.laws; one frequency
@@ -109,7 +111,7 @@ class Config:
     sigma_ratio_z: float = 0.25
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
-    mu_model: Literal["auto", "voigt", "per-frequency", "springpot"] = "auto"
+    mu_model: Literal["auto", "voigt", "per-frequency", "springpot", "springpot-dashpot"] = "auto"
     aux_network: Literal["mu", "u"] | None = None
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03

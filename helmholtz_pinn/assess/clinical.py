@@ -199,6 +199,7 @@ def nifti_maps(
 MODEL_PARAMETERS = {
     "voigt": {"viscosity": ("eta", "Pa s", "Pa_s")},
     "springpot": {"alpha": ("alpha", "1", "1")},
+    "springpot-dashpot": {"alpha": ("alpha", "1", "1"), "viscosity": ("eta", "Pa s", "Pa_s")},
 }
 
 
@@ -207,14 +208,28 @@ def model_parameters(mu: np.ndarray, frequency: np.ndarray, mu_model: str | None
     one map each: Voigt (mu = G' + i omega eta): the viscosity eta = G'' / omega (Pa s);
     springpot (mu = kappa (i omega)^alpha): the exponent alpha = 2 arg(G*) / pi. Both
     are the same at every frequency for such a fit; the highest frequency's map is used.
-    Empty for other models (per-frequency, baselines) or a single map."""
+    Springpot-dashpot (mu = kappa (i omega)^alpha + i omega eta): G' = kappa cos(alpha
+    pi / 2) omega^alpha, so alpha is the least-squares slope of ln G' over ln omega, and
+    eta = (G'' - G' tan(alpha pi / 2)) / omega at the highest frequency (exact for such
+    a fit; it needs two or more frequencies). Empty for other models (per-frequency,
+    baselines) or a single map."""
     mu, freqs = np.asarray(mu), np.atleast_1d(np.asarray(frequency, dtype=np.float64))
     if mu_model not in MODEL_PARAMETERS or mu.ndim < 2 or mu.shape[0] != len(freqs):
         return {}
     top = int(np.argmax(freqs))
+    omega = 2 * np.pi * freqs
     if mu_model == "voigt":
-        return {"viscosity": mu[top].imag / (2 * np.pi * freqs[top])}
-    return {"alpha": np.angle(mu[top]) * 2 / np.pi}
+        return {"viscosity": mu[top].imag / omega[top]}
+    if mu_model == "springpot":
+        return {"alpha": np.angle(mu[top]) * 2 / np.pi}
+    if len(freqs) < 2:
+        return {}
+    dw = np.log(omega) - np.log(omega).mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_g = np.log(mu.real)
+    alpha = np.tensordot(dw, log_g - log_g.mean(axis=0), axes=1) / np.sum(dw**2)
+    eta = (mu[top].imag - mu[top].real * np.tan(alpha * np.pi / 2)) / omega[top]
+    return {"alpha": alpha, "viscosity": eta}
 
 
 def _median(values: np.ndarray) -> float | None:

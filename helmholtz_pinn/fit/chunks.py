@@ -321,7 +321,7 @@ def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarr
     fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
     u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
-    law = prep.spec.mu_model in laws.ORDER and prep.spec.n_freq > 1
+    law = prep.spec.mu_model in (*laws.ORDER, "springpot-dashpot") and prep.spec.n_freq > 1
     nan = np.full(prep.spec.n_freq, np.nan + 0j)
     scale = np.stack(
         [dispersion.frequency_scale(m, prep.spec, prep.problem) if law else nan for m in members]

@@ -50,10 +50,16 @@ ALPHA_START = float(2 / np.pi * np.arctan(ETA_SCALE))
 ALPHA_OFFSET = float(np.log(ALPHA_START / (1 - ALPHA_START)))  # sigmoid(ALPHA_OFFSET)
 
 
+# dashpot of the springpot-dashpot law at zero network output: a damping ratio of
+# DASHPOT_START ETA_SCALE at the highest frequency, beside the springpot's own
+DASHPOT_START = 0.1
+DASHPOT_OFFSET = float(np.log(np.expm1(DASHPOT_START)))  # softplus(DASHPOT_OFFSET)
+
+
 def mu_channels(n_freq: int, mu_model: str) -> int:
     """Outputs of the mu-network: (G', eta) for Voigt, (kappa, alpha) for the springpot,
-    (Re, Im) per frequency otherwise."""
-    return 2 if mu_model in ("voigt", "springpot") else 2 * n_freq
+    (kappa, alpha, eta) for the springpot-dashpot, (Re, Im) per frequency otherwise."""
+    return {"voigt": 2, "springpot": 2, "springpot-dashpot": 3}.get(mu_model, 2 * n_freq)
 
 
 def springpot(
@@ -78,11 +84,30 @@ def springpot(
     return mu, mu[None] * g
 
 
+def springpot_dashpot(
+    value: jax.Array, grad: jax.Array | None, omega_ratio: jax.Array
+) -> tuple[jax.Array, jax.Array | None]:
+    """A springpot in parallel with a dashpot, mu' = kappa (i omega_f / omega_max)^alpha
+    + i (omega_f / omega_max) eta' (N, F): the springpot of channels 0-1
+    (:func:`springpot`) plus eta' = ETA_SCALE softplus(o_2 + DASHPOT_OFFSET) >= 0. It holds
+    both laws: eta' = 0 is the springpot, alpha -> 0 the Voigt solid (G' constant, G''
+    proportional to omega). grad of the dashpot: i r_f ETA_SCALE sigmoid(.) grad o_2."""
+    mu, g = springpot(value[..., :2], None if grad is None else grad[..., :2], omega_ratio)
+    o_d = value[..., 2:3] + DASHPOT_OFFSET
+    im = ETA_SCALE * omega_ratio[None, :] * jax.nn.softplus(o_d)
+    mu = mu + jax.lax.complex(jnp.zeros_like(im), im)
+    if grad is None:
+        return mu, None
+    g_im = ETA_SCALE * omega_ratio[None, None, :] * jax.nn.sigmoid(o_d)[None] * grad[..., 2:3]
+    return mu, g + jax.lax.complex(jnp.zeros_like(g_im), g_im)
+
+
 def mu_complex(
     value: jax.Array, grad: jax.Array | None, omega_ratio: jax.Array, mu_model: str
 ) -> tuple[jax.Array, jax.Array | None]:
     """mu' (N, F) and grad mu' (d, N, F) from mu-network channels and their gradient
-    (``mu_model`` "voigt", "per-frequency" or "springpot": :func:`springpot`).
+    (``mu_model`` "voigt", "per-frequency", "springpot" (:func:`springpot`) or
+    "springpot-dashpot" (:func:`springpot_dashpot`)).
 
     Storage modulus G' = softplus(o_0 + c) > 0 and loss modulus
     G'' = ETA_SCALE softplus(o_1 + c) >= 0 (passive tissue dissipates; Voigt: times
@@ -91,6 +116,8 @@ def mu_complex(
     """
     if mu_model == "springpot":
         return springpot(value, grad, omega_ratio)
+    if mu_model == "springpot-dashpot":
+        return springpot_dashpot(value, grad, omega_ratio)
     n_freq = omega_ratio.shape[0]
     if mu_model == "voigt":
         o_re, o_im = value[..., :1], value[..., 1:2]

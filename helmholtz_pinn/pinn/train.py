@@ -130,6 +130,12 @@ class Spec:
                     "frequencies); a program needs voigt, springpot or per-frequency"
                 )
             settings["mu_model"] = "per-frequency"
+        if settings["mu_model"] == "springpot-dashpot" and n_freq < 2:
+            raise ConfigError(
+                "mu_model='springpot-dashpot' has three parameters per voxel and needs two "
+                f"or more frequencies; the data have {n_freq}: use per-frequency or a "
+                "two-parameter law (voigt, springpot)"
+            )
         by_ndim = {
             "width": WIDTH,
             "n_features": N_FEATURES,

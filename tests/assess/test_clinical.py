@@ -168,3 +168,20 @@ def test_model_parameters_are_read_off_the_modulus():
     maps = clinical.nifti_maps(power, freqs, 1000.0, 2, "springpot")
     assert maps["alpha_1"][1] == "springpot alpha in 1"
     assert "viscosity_Pa_s" in clinical.nifti_maps(voigt, freqs, 1000.0, 2, "voigt")
+
+
+def test_springpot_dashpot_parameters_are_read_off_the_modulus():
+    """mu_f = k (i omega_f)^alpha + i omega_f eta at three frequencies, alpha and eta
+    varying over the grid, gives both back; the Voigt limit (alpha 0) and the springpot
+    limit (eta 0) included; one frequency gives none."""
+    freqs = np.array([30.0, 40.0, 50.0])
+    omega = 2 * np.pi * freqs[:, None, None]
+    alpha = np.array([0.0, 0.1, 0.25, 0.4])[:, None] * np.ones((1, 3))
+    eta = np.array([0.0, 1.5, 4.0])[None, :] * np.ones((4, 1))
+    mu = 900.0 * (1j * omega) ** alpha + 1j * omega * eta
+    got = clinical.model_parameters(mu, freqs, "springpot-dashpot")
+    np.testing.assert_allclose(got["alpha"], alpha, atol=1e-9)
+    np.testing.assert_allclose(got["viscosity"], eta, atol=1e-9)
+    assert clinical.model_parameters(mu[:1], freqs[:1], "springpot-dashpot") == {}
+    maps = clinical.nifti_maps(mu, freqs, 1000.0, 2, "springpot-dashpot")
+    assert {"alpha_1", "viscosity_Pa_s"} <= set(maps)

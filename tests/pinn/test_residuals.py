@@ -84,7 +84,7 @@ def test_hetero_residual_is_div_mu_grad_u():
         assert jnp.max(jnp.abs(r - expected)) < 1e-12
 
 
-@pytest.mark.parametrize("mu_model", ["voigt", "per-frequency"])
+@pytest.mark.parametrize("mu_model", ["voigt", "per-frequency", "springpot-dashpot"])
 def test_mu_gradient_matches_autodiff(mu_model):
     with jax.enable_x64(True):
         ratio = jnp.array([0.5, 0.75, 1.0])
