@@ -247,15 +247,35 @@ def cmd_baseline(args) -> int:
 
 def _summary(facts: dict, out: Path) -> None:
     print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {_accuracy_line(facts)}")
-    law = facts.get("law") or {}
-    if law.get("line") or law.get("chosen_by"):
-        print(cli_voice(law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})"))
+    line = _law_line(facts)
+    if line:
+        print(cli_voice(line))
     for note in facts.get("notes", []):
         print(f"note: {cli_voice(note)}")
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
             message = cli_voice(c["message"])
             print(f"warning: {out}: fit quality: {c['name']}: {message}", file=sys.stderr)
+
+
+def _law_line(facts: dict) -> str | None:
+    """What the fit says of the law: the auto choice, or the medians of a
+    springpot-dashpot fit's alpha and eta (which law the tissue is like); else None."""
+    law = facts.get("law") or {}
+    if law.get("line") or law.get("chosen_by"):
+        return law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})"
+    model = (facts.get("clinical") or {}).get("model") or {}
+    median = model.get("mask") or {}
+    if model.get("name") != "springpot-dashpot" or None in (
+        median.get("alpha"),
+        median.get("viscosity"),
+    ):
+        return None
+    return (
+        f"law: springpot-dashpot, median alpha {median['alpha']:.3f} and eta "
+        f"{median['viscosity']:.3g} Pa s over the mask (alpha 0 is the Voigt solid, eta 0 "
+        "the springpot)"
+    )
 
 
 def _accuracy_line(facts: dict) -> str:

@@ -317,6 +317,13 @@ def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax
     return mean(jnp.abs(u - u_obs) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
 
 
+def weighted_loss(params, consts, spec: Spec, problem: Problem, batch, weight: jax.Array):
+    """(data + weight pde, (data, pde)) of :func:`loss_terms`: what Adam and L-BFGS
+    minimise, ``weight`` the PDE weight of the step (:func:`pde_weight`)."""
+    data, pde = loss_terms(params, consts, spec, problem, batch)
+    return data + weight * pde, (data, pde)
+
+
 def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
     """w(step) = pde_weight * min(1, step / pde_warmup)."""
     if spec.pde_warmup == 0:
@@ -351,11 +358,9 @@ def train_step(
         key = jax.random.fold_in(key, jax.lax.axis_index(axis_name))
     batch = sample_batch(problem, key, state.step, spec.batch_size)
     w = pde_weight(state.step, spec)
-
-    def loss_fn(params):
-        data, pde = loss_terms(params, state.consts, spec, problem, batch)
-        return data + w * pde, (data, pde)
-
+    loss_fn = functools.partial(
+        weighted_loss, consts=state.consts, spec=spec, problem=problem, batch=batch, weight=w
+    )
     (loss, (data, pde)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     losses = jnp.stack([loss, data, pde])
     if axis_name is not None:
@@ -415,8 +420,7 @@ def polish_fn(
         weight = pde_weight(state.step, spec)
 
         def loss(params):
-            data, pde = loss_terms(params, state.consts, spec, problem, batch)
-            return data + weight * pde
+            return weighted_loss(params, state.consts, spec, problem, batch, weight)[0]
 
         value_and_grad = optax.value_and_grad_from_state(loss)
 

@@ -128,6 +128,22 @@ def test_the_summary_shows_contrast_and_loss_modulus_beside_the_median():
     assert _accuracy_line(skipped) == "5000 steps"
 
 
+def test_the_law_line_reads_the_auto_choice_or_the_springpot_dashpot_parameters():
+    from helmholtz_pinn.cli.commands import _law_line
+
+    assert _law_line({"law": {"line": "law: voigt, chosen by the data"}}) == (
+        "law: voigt, chosen by the data"
+    )
+    model = {"name": "springpot-dashpot", "mask": {"alpha": 0.0274, "viscosity": 1.7357}}
+    assert _law_line({"clinical": {"model": model}}) == (
+        "law: springpot-dashpot, median alpha 0.027 and eta 1.74 Pa s over the mask (alpha 0 "
+        "is the Voigt solid, eta 0 the springpot)"
+    )
+    springpot = {"name": "springpot", "mask": {"alpha": 0.25}}
+    assert _law_line({"clinical": {"model": springpot}}) is None
+    assert _law_line({}) is None
+
+
 def test_an_implausible_file_of_a_batch_is_named(tmp_path, capsys):
     import dataclasses
 
