@@ -28,6 +28,9 @@ import math
 from collections.abc import Sequence
 
 ORDER = ("springpot", "voigt")  # the laws auto fits, in this order
+# the laws whose fits have a spread: these two and the springpot-dashpot, which holds
+# both in one fit (an option: docs/defaults.md "One law holding both")
+LAWS = (*ORDER, "springpot-dashpot")
 # largest spread of a law that describes the data, per PDE form (fractions; tuning
 # measurements in docs/defaults.md); other forms: DEFAULT_SPREAD_MAX
 SPREAD_MAX = {"navier": 0.0025}

@@ -315,13 +315,13 @@ def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarr
     """(mu (E, F, *grid) in Pa, u_fit (E, F, C, *grid) in data units, the law's
     per-frequency scale c_f (E, F) complex) on every voxel of the grid, from one state
     (E = 1) or E stacked ones; c_f (:mod:`helmholtz_pinn.pinn.dispersion`) is NaN
-    unless a Voigt or springpot law was fitted at two or more frequencies."""
+    unless a law of :data:`laws.LAWS` was fitted at two or more frequencies."""
     stacked = np.ndim(state.step) == 1
     members = train.unstack_tree(state, len(state.step)) if stacked else [state]
     fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
     u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
-    law = prep.spec.mu_model in (*laws.ORDER, "springpot-dashpot") and prep.spec.n_freq > 1
+    law = prep.spec.mu_model in laws.LAWS and prep.spec.n_freq > 1
     nan = np.full(prep.spec.n_freq, np.nan + 0j)
     scale = np.stack(
         [dispersion.frequency_scale(m, prep.spec, prep.problem) if law else nan for m in members]
