@@ -12,7 +12,8 @@ and G'' over the organ mask (first frequency and every frequency), Pearson R of 
 contrast of each target (recovered over true contrast against the background, region
 medians), the law the default chose and its evidence, the law check, and wall time.
 Methods: ``pinn`` (the defaults, law chosen by the data), ``pinn-voigt``,
-``pinn-springpot``, ``pinn-per-frequency`` (the law given), ``curl-mdev``, ``ahi`` and
+``pinn-springpot``, ``pinn-springpot-dashpot``, ``pinn-per-frequency`` (the law given),
+``curl-mdev``, ``ahi`` and
 ``ahi-smoothed`` (the classical baselines at their default smoothing; AHI with its
 default Gaussian width).
 """
@@ -28,8 +29,8 @@ import warnings
 from pathlib import Path
 
 METHODS = (
-    "pinn", "pinn-voigt", "pinn-springpot", "pinn-per-frequency", "curl-mdev", "ahi",
-    "ahi-smoothed",
+    "pinn", "pinn-voigt", "pinn-springpot", "pinn-springpot-dashpot", "pinn-per-frequency",
+    "curl-mdev", "ahi", "ahi-smoothed",
 )  # fmt: skip
 
 
