@@ -137,9 +137,10 @@ def _pct(v) -> str:
 def contrasts(row: dict) -> str:
     """The targets' G' contrasts, then (as ``G'' k: v``) the G'' contrast of each target
     that has no G' contrast to read (a viscosity-only one)."""
-    storage = {k: v for k, v in (row.get("contrast") or {}).items() if v is not None}
-    loss = row.get("contrast_loss") or {}
-    extra = [f"G'' {k}: {v:.2f}" for k, v in loss.items() if v is not None and k not in storage]
+    from helmholtz_pinn.assess.metrics import shown_contrasts
+
+    storage, loss = shown_contrasts(row.get("contrast"), row.get("contrast_loss"))
+    extra = [f"G'' {k}: {v:.2f}" for k, v in loss.items()]
     return " / ".join([f"{v:.2f}" for v in storage.values()] + extra)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "pearson_r",
     "region_medians",
     "relative_error_map",
+    "shown_contrasts",
     "wave_misfit",
 ]
 
@@ -123,7 +124,7 @@ def contrast_transfer(
     For each target region ``t >= 2``:
     ``(median(pred in t) - median(pred in 1)) / (median(true in t) - median(true in 1))``,
     medians taken inside the mask. 1.0 is a perfect contrast, 0.0 a flat map; ``nan``
-    where the true contrast is below ``min_contrast`` times the background's true median
+    where the true contrast is at most ``min_contrast`` times the background's true median
     (in magnitude; 0 included). Needs background voxels (label 1) inside the mask.
     """
     _check_maps(pred, true, mask)
@@ -137,9 +138,18 @@ def contrast_transfer(
     for label in sorted(k for k in mt if k >= 2):
         true_contrast = mt[label] - mt[1]
         pred_contrast = mp[label] - mp[1]
-        small = abs(true_contrast) < min_contrast * abs(mt[1]) or true_contrast == 0
+        small = abs(true_contrast) <= min_contrast * abs(mt[1])
         out[label] = math.nan if small else float(pred_contrast / true_contrast)
     return out
+
+
+def shown_contrasts(storage: dict | None, loss: dict | None) -> tuple[dict, dict]:
+    """(G' contrasts, G'' contrasts) of the targets to show beside a median, from the
+    ``contrast_transfer`` and ``contrast_transfer_loss`` entries of the metrics: every
+    target with a G' contrast, and the G'' contrast of each target that has none (a
+    viscosity-only one)."""
+    shown = {k: v for k, v in (storage or {}).items() if v is not None}
+    return shown, {k: v for k, v in (loss or {}).items() if v is not None and k not in shown}
 
 
 def interior_mask(

@@ -265,16 +265,12 @@ def _law_line(facts: dict) -> str | None:
     if law.get("line") or law.get("chosen_by"):
         return law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})"
     model = (facts.get("clinical") or {}).get("model") or {}
-    median = model.get("mask") or {}
-    if model.get("name") != "springpot-dashpot" or None in (
-        median.get("alpha"),
-        median.get("viscosity"),
-    ):
+    alpha, eta = ((model.get("mask") or {}).get(k) for k in ("alpha", "viscosity"))
+    if model.get("name") != "springpot-dashpot" or alpha is None or eta is None:
         return None
     return (
-        f"law: springpot-dashpot, median alpha {median['alpha']:.3f} and eta "
-        f"{median['viscosity']:.3g} Pa s over the mask (alpha 0 is the Voigt solid, eta 0 "
-        "the springpot)"
+        f"law: springpot-dashpot, median alpha {alpha:.3f} and eta {eta:.3g} Pa s over the "
+        "mask (alpha 0 is the Voigt solid, eta 0 the springpot)"
     )
 
 
@@ -294,11 +290,13 @@ def _accuracy_line(facts: dict) -> str:
             parts.append(f"median {name} error {facts[key]:.1%}")
     if isinstance(facts.get("pearson_r_storage"), float):
         parts.append(f"R {facts['pearson_r_storage']:.3f}")
-    contrast = {k: v for k, v in (facts.get("contrast_transfer") or {}).items() if v is not None}
+    from helmholtz_pinn.assess.metrics import shown_contrasts
+
+    contrast, loss = shown_contrasts(
+        facts.get("contrast_transfer"), facts.get("contrast_transfer_loss")
+    )
     if contrast:
         parts.append("contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in contrast.items()))
-    loss = facts.get("contrast_transfer_loss") or {}  # targets with no G' contrast to read
-    loss = {k: v for k, v in loss.items() if v is not None and k not in contrast}
     if loss:
         parts.append("G'' contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in loss.items()))
     return "; ".join(parts)
