@@ -87,6 +87,20 @@ def invert(
         run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
         more = dict(force=force, drop_empty_components=drop_empty_components)
         return _auto_law(data, cfg, run, dict(checkpoint_dir=checkpoint_dir, resume=resume), more)
+    return _fit(
+        data, cfg, slicewise=slicewise, devices=devices, callback=callback, progress=progress,
+        checkpoint_dir=checkpoint_dir, resume=resume, force=force,
+        drop_empty_components=drop_empty_components, phase=problem.LBFGS_STEPS,
+    )  # fmt: skip
+
+
+def _fit(
+    data, cfg: Config, *, slicewise, devices, callback, progress, checkpoint_dir, resume, force,
+    drop_empty_components, phase: int,
+) -> Result | list[Result]:  # fmt: skip
+    """One law's fit: :func:`invert` once the law is known. ``phase``: the L-BFGS
+    iterations where ``cfg.lbfgs_steps`` is None and the phase applies
+    (:func:`problem.lbfgs_plan`)."""
     resume = checkpoints.resume_mode(resume)
     t0 = time.perf_counter()
     one = isinstance(data, Dataset)
@@ -105,7 +119,7 @@ def invert(
     datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
     stacked = len(datasets) > 1 or slicewise
     estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
-    cfg = problem.lbfgs_plan(datasets, cfg)  # the Adam steps and the L-BFGS phase
+    cfg = problem.lbfgs_plan(datasets, cfg, phase)  # the Adam steps and the L-BFGS phase
     shared = shared_settings(datasets, cfg, estimates)
     prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
     run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
@@ -166,11 +180,14 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
     (the worst over a batch), and :func:`laws.chosen` is kept. A checkpoint folder gets
     one subfolder per law; the warnings of the fit not kept are dropped. Every Result's
-    ``law`` fact records the choice and the spread of each law tried."""
+    ``law`` fact records the choice and the spread of each law tried. Each fit's L-BFGS
+    phase, where it applies, has :data:`problem.AUTO_LBFGS_STEPS` iterations (the length at
+    which the choice was measured)."""
     first = data if isinstance(data, Dataset) else next(iter(data), None)
     if isinstance(first, Dataset) and first.n_freq == 1:
         record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
-        fitted = invert(data, cfg.replace(mu_model="per-frequency"), **run, **ckpt, **more)
+        one = cfg.replace(mu_model="per-frequency")
+        fitted = _fit(data, one, **run, **ckpt, **more, phase=problem.AUTO_LBFGS_STEPS)
         return _with_law(fitted, record)
     tried: dict[str, float | None] = {}
     fits, caught = {}, {}
@@ -182,7 +199,8 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
             print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
-            fits[law] = invert(data, cfg.replace(mu_model=law), **run, **where, **more)
+            phase = problem.AUTO_LBFGS_STEPS
+            fits[law] = _fit(data, cfg.replace(mu_model=law), **run, **where, **more, phase=phase)
         results = fits[law] if isinstance(fits[law], list) else [fits[law]]
         tried[law] = laws.worst([r.metrics.get("law_spread") for r in results])
     law = laws.chosen(tried)

@@ -108,16 +108,21 @@ def best_noise(dataset: Dataset) -> float:
 # longer than Config.lbfgs_from whose best field has a noise fraction below CLEAN_NOISE;
 # at -20 dB (noise fraction 0.06-0.08) it fitted the noise; and whose mask has at most
 # Config.lbfgs_points voxels, so the phase's sample is the whole field (on a larger
-# volume it cost as much as the Adam phase for 0.1 point of G'). Why: docs/defaults.md.
-LBFGS_STEPS = 1000
+# volume it cost as much as the Adam phase for 0.1 point of G'). The fits of
+# mu_model="auto" run AUTO_LBFGS_STEPS: with the longer phase both laws' spreads shrank
+# and the choice flipped to the wrong law on weakly damped Voigt tissue. Why:
+# docs/defaults.md.
+LBFGS_STEPS = 4000
+AUTO_LBFGS_STEPS = 1000
 CLEAN_NOISE = 0.02
 
 
-def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config) -> Config:
+def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config, iterations: int = LBFGS_STEPS) -> Config:
     """``cfg`` with ``lbfgs_steps`` an int (None resolved by the run, the form, the step
-    count, the mask's size and the data's noise, see :data:`CLEAN_NOISE`; ``datasets`` are the run's
-    members: a batch or the z-slices of a slicewise fit are several) and, when there is an
-    L-BFGS phase, ``steps`` the Adam phase's min(steps, lbfgs_from)."""
+    count, the mask's size and the data's noise, see :data:`CLEAN_NOISE`, to ``iterations``
+    or 0; ``datasets`` are the run's members: a batch or the z-slices of a slicewise fit
+    are several) and, when there is an L-BFGS phase, ``steps`` the Adam phase's
+    min(steps, lbfgs_from)."""
     n = cfg.lbfgs_steps
     if n is None:
         one = len(datasets) == 1 and cfg.ensemble == 1
@@ -125,7 +130,7 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config) -> Config:
         long = navier and cfg.steps > cfg.lbfgs_from
         whole = long and int(np.count_nonzero(datasets[0].mask)) <= cfg.lbfgs_points
         clean = whole and best_noise(datasets[0]) < CLEAN_NOISE
-        n = LBFGS_STEPS if clean else 0
+        n = iterations if clean else 0
     steps = min(cfg.steps, cfg.lbfgs_from) if n else cfg.steps
     return cfg.replace(lbfgs_steps=n, steps=steps)
 

@@ -97,6 +97,7 @@ def test_the_phase_runs_on_one_clean_long_navier_fit_of_a_field_its_sample_holds
     long = Config(steps=10000)
     on = problem.lbfgs_plan([clean], long)
     assert (on.lbfgs_steps, on.steps) == (problem.LBFGS_STEPS, long.lbfgs_from)
+    assert problem.lbfgs_plan([clean], long, 7).lbfgs_steps == 7  # the caller's length
     assert problem.lbfgs_plan([clean, clean], long).lbfgs_steps == 0  # a batch: not measured
     assert problem.lbfgs_plan([clean], long.replace(ensemble=2)).lbfgs_steps == 0
     assert problem.lbfgs_plan([clean], Config(steps=5000)).lbfgs_steps == 0  # not longer
@@ -120,3 +121,32 @@ def test_invert_records_the_phase_and_keeps_adam_steps():
     assert facts["loss_after"] < facts["loss_before"]
     assert result.metrics["steps"] == 20
     assert not any("L-BFGS" in n for n in result.metrics["notes"])
+
+
+def test_auto_fits_both_laws_with_the_phase_its_choice_was_measured_at(monkeypatch):
+    """A named law gets the long phase; the two fits of mu_model auto (and its one-frequency
+    fit) the shorter one at which the law choice was measured."""
+    calls = []
+
+    class Fitted:  # a law's fit as _auto_law reads it: its spread
+        def __init__(self, law):
+            self.metrics = {"law_spread": {"springpot": 0.01}.get(law, 0.02)}
+
+    def fake_fit(data, cfg, **kw):
+        calls.append((cfg.mu_model, kw["phase"]))
+        return Fitted(cfg.mu_model)
+
+    monkeypatch.setattr(inversion, "_fit", fake_fit)
+    data = plane_wave_dataset()
+    kept = inversion.invert(data, mu_model="auto", progress=False)
+    assert kept.metrics["law"]["mu_model"] == "springpot"
+    auto = problem.AUTO_LBFGS_STEPS
+    assert calls == [("springpot", auto), ("voigt", auto)]
+    calls.clear()
+    inversion.invert(data, mu_model="voigt", progress=False)
+    assert calls == [("voigt", problem.LBFGS_STEPS)]
+    one = dataclasses.replace(data, u=data.u[:1], frequency=data.frequency[:1], mu=data.mu[:1])
+    calls.clear()
+    inversion.invert(one, mu_model="auto", progress=False)
+    assert calls == [("per-frequency", auto)]
+    assert auto < problem.LBFGS_STEPS
