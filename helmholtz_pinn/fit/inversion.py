@@ -191,6 +191,7 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
         return _with_law(fitted, record)
     tried: dict[str, float | None] = {}
     fits, caught = {}, {}
+    phase = problem.AUTO_LBFGS_STEPS
     t0 = time.perf_counter()
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
@@ -199,7 +200,6 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
             print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
-            phase = problem.AUTO_LBFGS_STEPS
             fits[law] = _fit(data, cfg.replace(mu_model=law), **run, **where, **more, phase=phase)
         results = fits[law] if isinstance(fits[law], list) else [fits[law]]
         tried[law] = laws.worst([r.metrics.get("law_spread") for r in results])
