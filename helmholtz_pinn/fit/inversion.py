@@ -83,15 +83,12 @@ def invert(
     """
     cfg = (config or Config()).replace(**overrides)
     memory.check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit
+    run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
+    ckpt = dict(checkpoint_dir=checkpoint_dir, resume=resume)
+    more = dict(force=force, drop_empty_components=drop_empty_components)
     if cfg.mu_model == "auto":
-        run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
-        more = dict(force=force, drop_empty_components=drop_empty_components)
-        return _auto_law(data, cfg, run, dict(checkpoint_dir=checkpoint_dir, resume=resume), more)
-    return _fit(
-        data, cfg, slicewise=slicewise, devices=devices, callback=callback, progress=progress,
-        checkpoint_dir=checkpoint_dir, resume=resume, force=force,
-        drop_empty_components=drop_empty_components, phase=problem.LBFGS_STEPS,
-    )  # fmt: skip
+        return _auto_law(data, cfg, run, ckpt, more)
+    return _fit(data, cfg, **run, **ckpt, **more, phase=problem.LBFGS_STEPS)
 
 
 def _fit(
@@ -183,15 +180,14 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     ``law`` fact records the choice and the spread of each law tried. Each fit's L-BFGS
     phase, where it applies, has :data:`problem.AUTO_LBFGS_STEPS` iterations (the length at
     which the choice was measured)."""
+    phase = problem.AUTO_LBFGS_STEPS
     first = data if isinstance(data, Dataset) else next(iter(data), None)
     if isinstance(first, Dataset) and first.n_freq == 1:
         record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
         one = cfg.replace(mu_model="per-frequency")
-        fitted = _fit(data, one, **run, **ckpt, **more, phase=problem.AUTO_LBFGS_STEPS)
-        return _with_law(fitted, record)
+        return _with_law(_fit(data, one, **run, **ckpt, **more, phase=phase), record)
     tried: dict[str, float | None] = {}
     fits, caught = {}, {}
-    phase = problem.AUTO_LBFGS_STEPS
     t0 = time.perf_counter()
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
