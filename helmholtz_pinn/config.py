@@ -71,10 +71,11 @@ class Config:
         number; None: 2048.
       learning_rate: Adam step size at the start.
       lbfgs_steps: L-BFGS iterations after the Adam phase, on one fixed sample of
-        lbfgs_points voxels; 0: none; None: 4000 (1000 in each fit of mu_model auto)
-        for one navier fit (one dataset, no ensemble) of clean data (the best field has
-        a noise fraction below 0.02) whose steps exceed lbfgs_from and whose mask has at
-        most lbfgs_points voxels (the sample is then the whole field), else none.
+        lbfgs_points voxels; 0: none; None: 4000 (mu_model auto judges both laws after
+        1000 and continues the kept fit to 4000) for one navier fit (one dataset, no
+        ensemble) of clean data (the best field has a noise fraction below 0.02) whose
+        steps exceed lbfgs_from and whose mask has at most lbfgs_points voxels (the
+        sample is then the whole field), else none.
       lbfgs_from: the Adam step at which an L-BFGS phase takes over.
       lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       pde_weight: weight of the PDE loss after the warm-up.

@@ -57,13 +57,9 @@ def chosen(tried: dict[str, float | None]) -> str:
 
 def describe(kept: str, tried: dict[str, float | None], seconds: float | None = None) -> str:
     """One line for a log: the law kept, the spread of every law tried and, with
-    ``seconds`` (all the fits' wall time), what naming the law would spare and give (a
-    named law's L-BFGS phase is longer: :data:`helmholtz_pinn.pinn.problem.LBFGS_STEPS`)."""
+    ``seconds`` (all the fits' wall time), what naming the law would spare."""
     spreads = ", ".join(f"{law} {'-' if s is None else f'{s:.2%}'}" for law, s in tried.items())
     line = f"law: {kept}, chosen by the data (the lower spread between frequencies: {spreads})"
     if seconds is None or len(tried) < 2:
         return line
-    return (
-        f"{line}; {len(tried)} fits in {seconds:.0f} s: mu_model={kept} fits this law alone"
-        " (with the longer L-BFGS phase where one runs)"
-    )
+    return f"{line}; {len(tried)} fits in {seconds:.0f} s: mu_model={kept} fits this law alone"

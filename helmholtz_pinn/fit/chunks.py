@@ -41,7 +41,8 @@ class Fitted:
     """What :func:`fit_members` returns, per dataset in order: ``maps`` (mu (E, F, *grid) in Pa,
     u_fit), ``preps`` (without their arrays), the member ``state`` (stacked; no Adam
     state when chunked), the block ``history`` (chunks merged), the last chunk's
-    ``plan`` and the run ``facts`` (resume, chunks)."""
+    ``plan``, the run ``facts`` (resume, chunks, the L-BFGS phase) and the last chunk's
+    compiled L-BFGS ``phase`` program (None without a phase)."""
 
     maps: list
     preps: list[Prepared]
@@ -49,6 +50,7 @@ class Fitted:
     history: list[dict]
     plan: placement.Placement
     facts: dict
+    phase: Any = None
 
 
 def fit_members(
@@ -89,7 +91,7 @@ def fit_members(
         part += part[-1:] * len(pad)  # the padding repeats the last dataset's problem
         real = slice(0, len(idx) * e)
         see = callback if not (pad and callback) else _members_only(callback, real)
-        state, history, plan, resumed = _fit_chunk(
+        state, history, plan, resumed, phase = _fit_chunk(
             part, cfg, stacked, devices, see, progress, (sub, prints, mode), rows
         )
         for j, (i, p) in enumerate(zip(idx, part[: len(idx)], strict=True)):
@@ -112,7 +114,37 @@ def fit_members(
             facts["no_checkpoint_in"] = str(folder)
         facts.update(chunks=len(groups), datasets_per_chunk=size, chunks_already_done=done)
     state = states[0] if not chunked else jax.tree.map(lambda *a: np.concatenate(a), *states)
-    return Fitted(maps, preps, state, merge_histories(histories), plan, facts)
+    return Fitted(maps, preps, state, merge_histories(histories), plan, facts, phase)
+
+
+def continue_phase(fitted: Fitted, dataset: Dataset, shared: Config, rounds: int) -> Fitted:
+    """One fit (not stacked) whose L-BFGS phase ran, with that phase's compiled program run
+    ``rounds`` more times from where it ended: each round restarts the L-BFGS memory on
+    the same sample and keeps its parameters only if it lowered the loss
+    (:func:`helmholtz_pinn.pinn.train.polish_fn`). Returns ``fitted`` with the new state,
+    its maps rebuilt from ``dataset`` (the one fitted, in the same units) and ``shared``
+    (its settings), and the phase's facts for the whole phase: ``steps`` every iteration,
+    ``continued`` those of the added rounds, ``loss_after`` the loss it ends at (the
+    nondimensional loss of the sample), ``time_s`` every round's seconds."""
+    prep = prepare(dataset, shared)
+    state, problem = placement.place(fitted.state, prep.problem, fitted.plan)
+    facts = dict(fitted.facts["lbfgs"])
+    t0, loss = time.perf_counter(), facts["loss_after"] if facts["kept"] else facts["loss_before"]
+    for _ in range(rounds):
+        state, losses, kept = fitted.phase(state, problem)
+        loss = float(np.asarray(losses)[-1]) if bool(kept) else loss
+    state = placement.gather(state, fitted.plan)
+    facts.update(
+        steps=facts["steps"] * (rounds + 1),
+        continued=facts["steps"] * rounds,
+        loss_after=round(loss, 8),
+        kept=bool(loss < facts["loss_before"]),
+        time_s=round(facts["time_s"] + time.perf_counter() - t0, 2),
+    )
+    maps = [_maps(state, prep, dataset)]
+    return dataclasses.replace(
+        fitted, maps=maps, state=state, facts={**fitted.facts, "lbfgs": facts}
+    )
 
 
 def _chunk_size(datasets, shared: Config, stacked: bool, devices, folder: Path | None) -> int:
@@ -147,9 +179,10 @@ def _save_chunk_size(folder: Path, size: int) -> None:
 
 def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, ckpt, rows):
     """Members, layout, placement, checkpoints (``ckpt``: folder or None, data
-    fingerprint, resume mode), the host loop; returns (host state, history, layout,
-    resume facts). ``rows``: pad every problem to this many voxel rows (one compiled
-    program for every chunk), else to the largest of ``preps``."""
+    fingerprint, resume mode), the host loop, the L-BFGS phase; returns (host state,
+    history, layout, resume facts, the phase's compiled program or None). ``rows``: pad
+    every problem to this many voxel rows (one compiled program for every chunk), else
+    to the largest of ``preps``."""
     spec = preps[0].spec
     state, problem, members, rows = _stack_members(preps, cfg, stacked, rows)
     plan = placement.plan(
@@ -189,20 +222,23 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     if plan.padded_members != members:
         history = [host_loop.member_record(r, slice(0, members)) for r in history]
     resumed["trained_blocks"] = len(history) - before
+    program = None
     if cfg.lbfgs_steps:
-        state, resumed["lbfgs"] = _polish(state, problem, polish, cfg, plan, members)
-    return placement.gather(state, plan), history, plan, resumed
+        state, resumed["lbfgs"], program = _polish(state, problem, polish, cfg, plan, members)
+    return placement.gather(state, plan), history, plan, resumed, program
 
 
-def _polish(state, problem, polish, cfg: Config, plan, members: int) -> tuple[Any, dict]:
+def _polish(state, problem, polish, cfg: Config, plan, members: int) -> tuple[Any, dict, Any]:
     """The L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on the placed state,
     ``polish`` the future of its compiled program (:func:`placement.polish_ahead`), None
     with several devices: then the Adam state is returned as it is. Returns (state,
-    facts): iterations, sample size, loss before and after (per member), whether each
-    member kept its result, seconds waited for the compile after Adam ended, seconds run."""
+    facts, the compiled program or None); the facts: iterations, sample size, loss
+    before and after (per member), whether each member kept its result, seconds waited
+    for the compile after Adam ended, seconds run."""
     facts: dict[str, Any] = {"steps": cfg.lbfgs_steps, "points": cfg.lbfgs_points}
     if polish is None:
-        return state, {**facts, "skipped": f"runs on one device; this fit used {len(plan.devices)}"}
+        skipped = f"runs on one device; this fit used {len(plan.devices)}"
+        return state, {**facts, "skipped": skipped}, None
     t0 = time.perf_counter()
     polish = polish.result()
     t1 = time.perf_counter()
@@ -221,7 +257,7 @@ def _polish(state, problem, polish, cfg: Config, plan, members: int) -> tuple[An
         compile_wait_s=round(t1 - t0, 2),
         time_s=round(time.perf_counter() - t1, 2),
     )
-    return state, facts
+    return state, facts, polish
 
 
 def _stack_members(preps, cfg: Config, stacked: bool, rows):

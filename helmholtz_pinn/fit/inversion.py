@@ -91,11 +91,37 @@ def invert(
     return _fit(data, cfg, **run, **ckpt, **more, phase=problem.LBFGS_STEPS)
 
 
-def _fit(
+def _fit(data, cfg: Config, **options) -> Result | list[Result]:
+    """One law's fit: :func:`invert` once the law is known (``options``: :func:`_train`'s)."""
+    return _results(_train(data, cfg, **options))
+
+
+@dataclasses.dataclass
+class _Trained:
+    """One law's trained members before their Results (:func:`_train`, :func:`_results`):
+    ``data`` the admitted input (u divided by ``scales``), ``datasets`` the members'
+    (z-slices of a slicewise fit, ``keep`` their indices), ``checks`` the input facts
+    per dataset, ``cfg`` the planned settings, ``shared`` the same with mu_ref and the
+    Fourier scales filled in, ``t0`` when the fit began (``time.perf_counter``)."""
+
+    data: Dataset | list[Dataset]
+    datasets: list[Dataset]
+    keep: list[int] | None
+    scales: list[float]
+    checks: list[dict]
+    cfg: Config
+    shared: Config
+    fitted: chunks.Fitted
+    slicewise: bool
+    stacked: bool
+    t0: float
+
+
+def _train(
     data, cfg: Config, *, slicewise, devices, callback, progress, checkpoint_dir, resume, force,
     drop_empty_components, phase: int,
-) -> Result | list[Result]:  # fmt: skip
-    """One law's fit: :func:`invert` once the law is known. ``phase``: the L-BFGS
+) -> _Trained:  # fmt: skip
+    """Check, scale, plan and train one law's members. ``phase``: the L-BFGS
     iterations where ``cfg.lbfgs_steps`` is None and the phase applies
     (:func:`problem.lbfgs_plan`)."""
     resume = checkpoints.resume_mode(resume)
@@ -121,30 +147,39 @@ def _fit(
     prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
     run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
     fitted = chunks.fit_members(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
+    return _Trained(
+        data, datasets, keep, scales, checks, cfg, shared, fitted, slicewise, stacked, t0
+    )
+
+
+def _results(t: _Trained) -> Result | list[Result]:
+    """The Results of trained members: one per dataset (a list for a batch), or the volume
+    of a slicewise fit, in the data's units."""
+    fitted, cfg, datasets = t.fitted, t.cfg, t.datasets
     state, history, preps, maps = fitted.state, fitted.history, fitted.preps, fitted.maps
     facts = dict(devices=len(fitted.plan.devices), parallel=fitted.plan.mode, **fitted.facts)
-    e = cfg.ensemble
+    e, stacked = cfg.ensemble, t.stacked
     members = [chunks.rows_of(state, i, e, stacked) for i in range(len(datasets))]
-    wall = time.perf_counter() - t0
-    if slicewise:
+    wall = time.perf_counter() - t.t0
+    if t.slicewise:
         volume = _volume_result(
-            data, keep, maps, cfg, preps[0], state, history, wall, facts, checks
+            t.data, t.keep, maps, cfg, preps[0], state, history, wall, facts, t.checks
         )
-        return _warn_short(_in_data_units(volume, scales[0]))
+        return _warn_short(_in_data_units(volume, t.scales[0]))
     results = []
     for i, ((mus, u_fit, scale), prep, dataset) in enumerate(
         zip(maps, preps, datasets, strict=True)
     ):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
         hist = [host_loop.member_record(r, rows) for r in history] if stacked else history
-        run = run_facts(prep, cfg, members[i], hist, wall, **facts, **checks[i])
+        run = run_facts(prep, cfg, members[i], hist, wall, **facts, **t.checks[i])
         if stacked:
             run.update(batch_members=len(datasets), batch_index=i)
         run.update(law_facts(scale, dataset.frequency))
         kept = _kept_members(run, cfg)
         u_mean = u_fit[kept].mean(axis=0)
         result = make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i])
-        results.append(_in_data_units(result, scales[i]))
+        results.append(_in_data_units(result, t.scales[i]))
     _warn_short(results[0])
     return results if stacked else results[0]
 
@@ -177,17 +212,20 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
     (the worst over a batch), and :func:`laws.chosen` is kept. A checkpoint folder gets
     one subfolder per law; the warnings of the fit not kept are dropped. Every Result's
-    ``law`` fact records the choice and the spread of each law tried. Each fit's L-BFGS
-    phase, where it applies, has :data:`problem.AUTO_LBFGS_STEPS` iterations (the length at
-    which the choice was measured)."""
-    phase = problem.AUTO_LBFGS_STEPS
+    ``law`` fact records the choice and the spread of each law tried.
+
+    The two fits' L-BFGS phases, where the phase applies, have
+    :data:`problem.AUTO_LBFGS_STEPS` iterations (the length at which the choice was
+    measured); the kept fit's phase then continues to :data:`problem.LBFGS_STEPS`
+    (:func:`_continued`), so the map is a named law's. An ``lbfgs_steps`` given in ``cfg``
+    is every fit's phase, not continued."""
     first = data if isinstance(data, Dataset) else next(iter(data), None)
     if isinstance(first, Dataset) and first.n_freq == 1:
         record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
         one = cfg.replace(mu_model="per-frequency")
-        return _with_law(_fit(data, one, **run, **ckpt, **more, phase=phase), record)
-    tried: dict[str, float | None] = {}
-    fits, caught = {}, {}
+        return _with_law(_fit(data, one, **run, **ckpt, **more, phase=problem.LBFGS_STEPS), record)
+    phase, tried = problem.AUTO_LBFGS_STEPS, {}
+    trained, caught = {}, {}
     t0 = time.perf_counter()
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
@@ -196,12 +234,13 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
             print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
-            fits[law] = _fit(data, cfg.replace(mu_model=law), **run, **where, **more, phase=phase)
-        results = fits[law] if isinstance(fits[law], list) else [fits[law]]
-        tried[law] = laws.worst([r.metrics.get("law_spread") for r in results])
+            law_cfg = cfg.replace(mu_model=law)
+            trained[law] = _train(data, law_cfg, **run, **where, **more, phase=phase)
+        tried[law] = _law_spread(trained[law])
     law = laws.chosen(tried)
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    kept = trained[law] if cfg.lbfgs_steps is not None else _continued(trained[law], run)
     seconds = time.perf_counter() - t0
     record = {
         "mu_model": law,
@@ -210,7 +249,36 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
         "wall_time_s": round(seconds, 2),
         "line": laws.describe(law, tried, seconds),
     }
-    return _with_law(fits[law], record)
+    return _with_law(_results(kept), record)
+
+
+def _law_spread(t: _Trained) -> float | None:
+    """The ``law_spread`` (:func:`law_facts`) of trained members: the worst over a batch's
+    datasets; one over all the slices of a slicewise fit."""
+    maps = t.fitted.maps
+    if t.slicewise:
+        return law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency).get("law_spread")
+    pairs = zip(maps, t.datasets, strict=True)
+    return laws.worst([law_facts(s, d.frequency).get("law_spread") for (*_, s), d in pairs])
+
+
+def _continued(t: _Trained, run: dict) -> _Trained:
+    """``t`` with its L-BFGS phase continued from :data:`problem.AUTO_LBFGS_STEPS` to
+    :data:`problem.LBFGS_STEPS` iterations in whole rounds of its compiled program
+    (:func:`chunks.continue_phase`), when the phase ran on one fit (not a batch or the
+    slices of a volume); else ``t`` as it is."""
+    facts = t.fitted.facts.get("lbfgs") or {}
+    n = t.cfg.lbfgs_steps
+    if t.stacked or not n or facts.get("skipped") or t.fitted.phase is None:
+        return t
+    rounds = (problem.LBFGS_STEPS - n) // n
+    if run["progress"]:
+        print(
+            f"law: {t.cfg.mu_model} kept; its L-BFGS phase goes on for {rounds * n} iterations",
+            file=sys.stderr,
+        )
+    fitted = chunks.continue_phase(t.fitted, t.datasets[0], t.shared, rounds)
+    return dataclasses.replace(t, fitted=fitted, cfg=t.cfg.replace(lbfgs_steps=n * (rounds + 1)))
 
 
 def _with_law(results: Result | list[Result], record: dict) -> Result | list[Result]:

@@ -109,9 +109,9 @@ def best_noise(dataset: Dataset) -> float:
 # at -20 dB (noise fraction 0.06-0.08) it fitted the noise; and whose mask has at most
 # Config.lbfgs_points voxels, so the phase's sample is the whole field (on a larger
 # volume it cost as much as the Adam phase for 0.1 point of G'). The fits of
-# mu_model="auto" run AUTO_LBFGS_STEPS: with the longer phase both laws' spreads shrank
-# and the choice flipped to the wrong law on weakly damped Voigt tissue. Why:
-# docs/defaults.md.
+# mu_model="auto" are judged after AUTO_LBFGS_STEPS (with the longer phase both laws'
+# spreads shrank and the choice flipped to the wrong law on weakly damped Voigt tissue);
+# the kept fit's phase then goes on to LBFGS_STEPS. Why: docs/defaults.md.
 LBFGS_STEPS = 4000
 AUTO_LBFGS_STEPS = 1000
 CLEAN_NOISE = 0.02

@@ -31,7 +31,6 @@ def test_the_line_names_the_law_and_the_spreads():
     timed = laws.describe("voigt", {"springpot": 0.0093, "voigt": 0.0013}, 65.2)
     assert timed.startswith(line) and timed.endswith(
         "2 fits in 65 s: mu_model=voigt fits this law alone"
-        " (with the longer L-BFGS phase where one runs)"
     )
     assert laws.describe("voigt", {"voigt": 0.0013}, 30.0) == laws.describe(
         "voigt", {"voigt": 0.0013}

@@ -2,6 +2,7 @@
 state when it cannot, is the same program per member, and runs by the data's noise."""
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -87,8 +88,7 @@ def test_stacked_members_are_polished_as_each_alone(prepared):
 
 
 def test_the_phase_runs_on_one_clean_long_navier_fit_of_a_field_its_sample_holds():
-    scalar = plane_wave_dataset()
-    clean = dataclasses.replace(scalar, u=np.concatenate([scalar.u, scalar.u[:, :1]], axis=1))
+    scalar, clean = plane_wave_dataset(), _two_components()
     assert problem.lbfgs_plan([scalar], Config(steps=10000)).lbfgs_steps == 0  # not navier
     assert problem.lbfgs_plan([clean], Config(steps=10000, pde="hetero")).lbfgs_steps == 0
     u = add_noise(clean.u.reshape(clean.n_freq, clean.n_comp, -1), -20.0, 0)
@@ -123,30 +123,47 @@ def test_invert_records_the_phase_and_keeps_adam_steps():
     assert not any("L-BFGS" in n for n in result.metrics["notes"])
 
 
-def test_auto_fits_both_laws_with_the_phase_its_choice_was_measured_at(monkeypatch):
-    """A named law gets the long phase; the two fits of mu_model auto (and its one-frequency
-    fit) the shorter one at which the law choice was measured."""
-    calls = []
+def _two_components():
+    """The plane waves of :func:`plane_wave_dataset` as two components: a navier fit."""
+    scalar = plane_wave_dataset()
+    return dataclasses.replace(scalar, u=np.concatenate([scalar.u, scalar.u[:, :1]], axis=1))
 
-    class Fitted:  # a law's fit as _auto_law reads it: its spread
-        def __init__(self, law):
-            self.metrics = {"law_spread": {"springpot": 0.01}.get(law, 0.02)}
+
+def test_auto_judges_both_laws_on_the_short_phase_then_continues_the_kept_one(monkeypatch):
+    """mu_model auto compares the laws after AUTO_LBFGS_STEPS iterations (each law's spread
+    is that of a named fit given that phase); the kept fit's phase then goes on to
+    LBFGS_STEPS iterations, from where it stopped: its loss only falls."""
+    monkeypatch.setattr(problem, "AUTO_LBFGS_STEPS", 4)
+    monkeypatch.setattr(problem, "LBFGS_STEPS", 12)
+    data = _two_components()
+    cfg = Config(**{**SMALL, "steps": 20, "lbfgs_from": 10})
+    auto = inversion.invert(data, cfg, mu_model="auto", progress=False)
+    law = auto.metrics["law"]
+    assert set(law["tried"]) == {"springpot", "voigt"}
+    short = inversion.invert(data, cfg, mu_model=law["mu_model"], lbfgs_steps=4, progress=False)
+    assert law["tried"][law["mu_model"]] == short.metrics["law_spread"]
+    facts, before = auto.metrics["lbfgs"], short.metrics["lbfgs"]
+    assert (facts["steps"], facts["continued"], auto.config.lbfgs_steps) == (12, 8, 12)
+    assert facts["loss_before"] == before["loss_before"]  # the same Adam phase
+    assert facts["loss_after"] < before["loss_after"]  # the 8 iterations more lowered it
+    assert auto.metrics["steps"] == 10
+    assert not np.allclose(auto.mu, short.mu)  # the map is the continued fit's
+
+
+def test_named_laws_and_one_frequency_get_the_long_phase(monkeypatch):
+    """A named law's fit, and auto's one-frequency fit (no law to choose), get the long
+    phase; an lbfgs_steps given is every fit's phase."""
+    calls = []
 
     def fake_fit(data, cfg, **kw):
         calls.append((cfg.mu_model, kw["phase"]))
-        return Fitted(cfg.mu_model)
+        return types.SimpleNamespace(metrics={})
 
     monkeypatch.setattr(inversion, "_fit", fake_fit)
     data = plane_wave_dataset()
-    kept = inversion.invert(data, mu_model="auto", progress=False)
-    assert kept.metrics["law"]["mu_model"] == "springpot"
-    auto = problem.AUTO_LBFGS_STEPS
-    assert calls == [("springpot", auto), ("voigt", auto)]
-    calls.clear()
     inversion.invert(data, mu_model="voigt", progress=False)
-    assert calls == [("voigt", problem.LBFGS_STEPS)]
     one = dataclasses.replace(data, u=data.u[:1], frequency=data.frequency[:1], mu=data.mu[:1])
-    calls.clear()
     inversion.invert(one, mu_model="auto", progress=False)
-    assert calls == [("per-frequency", auto)]
-    assert auto < problem.LBFGS_STEPS
+    assert calls == [("voigt", problem.LBFGS_STEPS), ("per-frequency", problem.LBFGS_STEPS)]
+    assert problem.AUTO_LBFGS_STEPS < problem.LBFGS_STEPS
+    assert problem.LBFGS_STEPS % problem.AUTO_LBFGS_STEPS == 0  # whole rounds of the program
