@@ -265,3 +265,26 @@ def test_3d_plane_wave_residual_vanishes(pde):
         r = form.residual(f, jnp.asarray(scales.kappa))
         assert np.max(np.abs(r)) < 1e-10
         assert apply_jet(params["u"], consts["u"], xs, "tanh", 2, 0).shape == (5, 30, 2)
+
+
+def test_auto_judges_a_batch_by_its_worst_spread_and_a_volume_by_all_its_slices(slices):
+    """mu_model auto on a batch keeps the law whose worst member spread is the lower, and
+    on a slicewise volume the law of the lower spread over all its slices: the spread it
+    records for the kept law is the one its Results report."""
+    cfg = Config(**{**SMALL, "mu_model": "auto"})
+    batch = inversion.invert(slices[:2], cfg, devices=1, progress=False)
+    law = batch[0].metrics["law"]
+    assert law == batch[1].metrics["law"] and set(law["tried"]) == {"springpot", "voigt"}
+    assert law["tried"][law["mu_model"]] == max(r.metrics["law_spread"] for r in batch)
+    assert min(law["tried"].values()) == law["tried"][law["mu_model"]]
+    full = [slices[i] for i in (0, 2, 3)]  # unmasked slices
+    volume = dataclasses.replace(
+        slices[0],
+        u=np.stack([s.u for s in full], axis=-1),
+        spacing=np.array([H, H, 2 * H]),
+        mask=np.ones((N, N, len(full)), bool),
+        mu=np.stack([s.mu for s in full], axis=-1),
+    )
+    result = inversion.invert(volume, cfg, slicewise=True, devices=1, progress=False)
+    law = result.metrics["law"]
+    assert law["tried"][law["mu_model"]] == result.metrics["law_spread"]
