@@ -118,27 +118,32 @@ def fit_members(
 
 
 def continue_phase(fitted: Fitted, dataset: Dataset, shared: Config, rounds: int) -> Fitted:
-    """One fit (not stacked) whose L-BFGS phase ran, with that phase's compiled program run
-    ``rounds`` more times from where it ended: each round restarts the L-BFGS memory on
-    the same sample and keeps its parameters only if it lowered the loss
-    (:func:`helmholtz_pinn.pinn.train.polish_fn`). Returns ``fitted`` with the new state,
-    its maps rebuilt from ``dataset`` (the one fitted, in the same units) and ``shared``
-    (its settings), and the phase's facts for the whole phase: ``steps`` every iteration,
-    ``continued`` those of the added rounds, ``loss_after`` the loss it ends at (the
-    nondimensional loss of the sample), ``time_s`` every round's seconds."""
+    """One fit (not stacked) whose L-BFGS phase ran and kept its result, with that phase's
+    compiled program run up to ``rounds`` more times from where it ended: each round
+    restarts the L-BFGS memory on the same sample and keeps its parameters only if it
+    lowered the loss (:func:`helmholtz_pinn.pinn.train.polish_fn`); the first round that
+    does not ends the continuation (a repeat would run the same iterations again).
+    Returns ``fitted`` with the new state, its maps rebuilt from ``dataset`` (the one
+    fitted, in the same units) and ``shared`` (its settings), and the phase's facts for
+    the whole phase: ``steps`` the iterations of every round run (kept or not),
+    ``continued`` those after the first round, ``loss_after`` the loss of the parameters
+    it ends with (nondimensional, on its sample; ``kept`` stays true), ``time_s`` every
+    round's seconds."""
     prep = prepare(dataset, shared)
     state, problem = placement.place(fitted.state, prep.problem, fitted.plan)
     facts = dict(fitted.facts["lbfgs"])
-    t0, loss = time.perf_counter(), facts["loss_after"] if facts["kept"] else facts["loss_before"]
-    for _ in range(rounds):
+    t0, loss, ran = time.perf_counter(), facts["loss_after"], 0
+    while ran < rounds:
         state, losses, kept = fitted.phase(state, problem)
-        loss = float(np.asarray(losses)[-1]) if bool(kept) else loss
+        ran += 1
+        if not bool(kept):
+            break
+        loss = float(np.asarray(losses)[-1])
     state = placement.gather(state, fitted.plan)
     facts.update(
-        steps=facts["steps"] * (rounds + 1),
-        continued=facts["steps"] * rounds,
+        steps=facts["steps"] * (ran + 1),
+        continued=facts["steps"] * ran,
         loss_after=round(loss, 8),
-        kept=bool(loss < facts["loss_before"]),
         time_s=round(facts["time_s"] + time.perf_counter() - t0, 2),
     )
     maps = [_maps(state, prep, dataset)]

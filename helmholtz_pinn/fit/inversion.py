@@ -102,7 +102,9 @@ class _Trained:
     ``data`` the admitted input (u divided by ``scales``), ``datasets`` the members'
     (z-slices of a slicewise fit, ``keep`` their indices), ``checks`` the input facts
     per dataset, ``cfg`` the planned settings, ``shared`` the same with mu_ref and the
-    Fourier scales filled in, ``t0`` when the fit began (``time.perf_counter``)."""
+    Fourier scales filled in, ``fitted`` the trained members and their maps,
+    ``slicewise`` and ``stacked`` how they were fitted (stacked: a member axis), and
+    ``seconds`` the wall time of the fit so far (s)."""
 
     data: Dataset | list[Dataset]
     datasets: list[Dataset]
@@ -114,7 +116,7 @@ class _Trained:
     fitted: chunks.Fitted
     slicewise: bool
     stacked: bool
-    t0: float
+    seconds: float
 
 
 def _train(
@@ -148,8 +150,9 @@ def _train(
     run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)
     fitted = chunks.fit_members(datasets, cfg, shared, ckpt=(checkpoint_dir, prints, resume), **run)
     return _Trained(
-        data, datasets, keep, scales, checks, cfg, shared, fitted, slicewise, stacked, t0
-    )
+        data, datasets, keep, scales, checks, cfg, shared, fitted, slicewise, stacked,
+        time.perf_counter() - t0,
+    )  # fmt: skip
 
 
 def _results(t: _Trained) -> Result | list[Result]:
@@ -160,22 +163,21 @@ def _results(t: _Trained) -> Result | list[Result]:
     facts = dict(devices=len(fitted.plan.devices), parallel=fitted.plan.mode, **fitted.facts)
     e, stacked = cfg.ensemble, t.stacked
     members = [chunks.rows_of(state, i, e, stacked) for i in range(len(datasets))]
-    wall = time.perf_counter() - t.t0
+    wall, law = t.seconds, _law_facts(t)
     if t.slicewise:
+        facts.update(law[0])
         volume = _volume_result(
             t.data, t.keep, maps, cfg, preps[0], state, history, wall, facts, t.checks
         )
         return _warn_short(_in_data_units(volume, t.scales[0]))
     results = []
-    for i, ((mus, u_fit, scale), prep, dataset) in enumerate(
-        zip(maps, preps, datasets, strict=True)
-    ):
+    for i, ((mus, u_fit, _), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
         hist = [host_loop.member_record(r, rows) for r in history] if stacked else history
         run = run_facts(prep, cfg, members[i], hist, wall, **facts, **t.checks[i])
         if stacked:
             run.update(batch_members=len(datasets), batch_index=i)
-        run.update(law_facts(scale, dataset.frequency))
+        run.update(law[i])
         kept = _kept_members(run, cfg)
         u_mean = u_fit[kept].mean(axis=0)
         result = make_result(dataset, cfg, mus[kept], u_mean, run, hist, members[i])
@@ -252,25 +254,28 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     return _with_law(_results(kept), record)
 
 
-def _law_spread(t: _Trained) -> float | None:
-    """The ``law_spread`` (:func:`law_facts`) of trained members: the worst over a batch's
-    datasets; one over all the slices of a slicewise fit."""
+def _law_facts(t: _Trained) -> list[dict]:
+    """:func:`law_facts` of trained members, one per Result: per dataset, or one over all
+    the slices of a slicewise fit."""
     maps = t.fitted.maps
     if t.slicewise:
-        return law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency).get("law_spread")
-    pairs = zip(maps, t.datasets, strict=True)
-    return laws.worst([law_facts(s, d.frequency).get("law_spread") for (*_, s), d in pairs])
+        return [law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency)]
+    return [law_facts(s, d.frequency) for (*_, s), d in zip(maps, t.datasets, strict=True)]
+
+
+def _law_spread(t: _Trained) -> float | None:
+    """The ``law_spread`` of trained members (:func:`_law_facts`): the worst over a batch."""
+    return laws.worst([f.get("law_spread") for f in _law_facts(t)])
 
 
 def _continued(t: _Trained, run: dict) -> _Trained:
     """``t`` with its L-BFGS phase continued from :data:`problem.AUTO_LBFGS_STEPS` to
     :data:`problem.LBFGS_STEPS` iterations in whole rounds of its compiled program
     (:func:`chunks.continue_phase`), when the phase ran on one fit (not a batch or the
-    slices of a volume); else ``t`` as it is."""
-    facts = t.fitted.facts.get("lbfgs") or {}
-    n = t.cfg.lbfgs_steps
-    if t.stacked or not n or facts.get("skipped") or t.fitted.phase is None:
-        return t
+    slices of a volume) and lowered its loss; else ``t`` as it is."""
+    if t.stacked or t.fitted.phase is None or not t.fitted.facts["lbfgs"]["kept"]:
+        return t  # no phase, or one that did not lower the loss: more of it would not either
+    t0, n = time.perf_counter(), t.cfg.lbfgs_steps
     rounds = (problem.LBFGS_STEPS - n) // n
     if run["progress"]:
         print(
@@ -278,7 +283,10 @@ def _continued(t: _Trained, run: dict) -> _Trained:
             file=sys.stderr,
         )
     fitted = chunks.continue_phase(t.fitted, t.datasets[0], t.shared, rounds)
-    return dataclasses.replace(t, fitted=fitted, cfg=t.cfg.replace(lbfgs_steps=n * (rounds + 1)))
+    steps, seconds = fitted.facts["lbfgs"]["steps"], t.seconds + time.perf_counter() - t0
+    return dataclasses.replace(
+        t, fitted=fitted, cfg=t.cfg.replace(lbfgs_steps=steps), seconds=seconds
+    )
 
 
 def _with_law(results: Result | list[Result], record: dict) -> Result | list[Result]:
@@ -390,11 +398,11 @@ def _check_batch(datasets) -> list[Dataset]:
 
 
 def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
-    """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
+    """Slice maps put back on the volume's grid (NaN on slices not fitted; ``facts`` hold
+    the law's over all slices, :func:`_law_facts`); each slice's
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
     NaN members, which :func:`make_result` skips)."""
     run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
-    run.update(law_facts(np.concatenate([s for _, _, s in maps]), volume.frequency))
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
     e = cfg.ensemble

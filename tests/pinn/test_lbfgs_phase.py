@@ -12,7 +12,7 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
-from helmholtz_pinn.fit import inversion, placement
+from helmholtz_pinn.fit import chunks, inversion, placement
 from helmholtz_pinn.forward.phantoms import add_noise
 from helmholtz_pinn.pinn import problem, train
 from helmholtz_pinn.pinn.problem import prepare
@@ -132,10 +132,12 @@ def _two_components():
 def test_auto_judges_both_laws_on_the_short_phase_then_continues_the_kept_one(monkeypatch):
     """mu_model auto compares the laws after AUTO_LBFGS_STEPS iterations (each law's spread
     is that of a named fit given that phase); the kept fit's phase then goes on to
-    LBFGS_STEPS iterations, from where it stopped: its loss only falls."""
+    LBFGS_STEPS iterations from where it stopped, so its loss only falls. The map is in
+    the data's units, and the fit's time is its own, not both laws'."""
     monkeypatch.setattr(problem, "AUTO_LBFGS_STEPS", 4)
     monkeypatch.setattr(problem, "LBFGS_STEPS", 12)
-    data = _two_components()
+    plain = _two_components()
+    data = dataclasses.replace(plain, u=plain.u * 1e-6)  # metres: u / s inside, u * s out
     cfg = Config(**{**SMALL, "steps": 20, "lbfgs_from": 10})
     auto = inversion.invert(data, cfg, mu_model="auto", progress=False)
     law = auto.metrics["law"]
@@ -148,11 +150,54 @@ def test_auto_judges_both_laws_on_the_short_phase_then_continues_the_kept_one(mo
     assert facts["loss_after"] < before["loss_after"]  # the 8 iterations more lowered it
     assert auto.metrics["steps"] == 10
     assert not np.allclose(auto.mu, short.mu)  # the map is the continued fit's
+    assert auto.metrics["wall_time_s"] < law["wall_time_s"]  # one law's fit
+    assert 3e-7 < np.abs(auto.u_fit).max() < 3e-6  # the data's unit
+
+
+def test_the_continuation_stops_at_a_round_that_does_not_lower_the_loss(prepared):
+    """A phase that kept nothing is not continued; a continued round that keeps nothing
+    ends the continuation (running it again would repeat it) and is counted once."""
+    untouched = types.SimpleNamespace(stacked=False, fitted=types.SimpleNamespace(
+        phase=lambda *_: pytest.fail("a phase that kept nothing ran again"),
+        facts={"lbfgs": {"kept": False}},
+    ))  # fmt: skip
+    assert inversion._continued(untouched, {"progress": False}) is untouched
+    calls = []
+
+    def refused(state, problem):  # a round that did not lower its loss
+        calls.append(1)
+        return state, jnp.array([2.0, 3.0]), jnp.array(False)
+
+    state = jax.device_get(_adam_state(prepared))
+    plan = placement.plan(1, rows=prepared.problem.x.shape[0], per_voxel=84, batch_size=64)
+    facts = {"steps": 5, "loss_before": 2.0, "loss_after": 1.0, "kept": True, "time_s": 0.5}
+    fitted = chunks.Fitted([], [], state, [], plan, {"lbfgs": facts}, refused)
+    shared = problem.shared_settings([plane_wave_dataset()], Config(**SMALL))
+    more = chunks.continue_phase(fitted, plane_wave_dataset(), shared, rounds=3)
+    assert len(calls) == 1
+    lbfgs = more.facts["lbfgs"]
+    assert (lbfgs["steps"], lbfgs["continued"], lbfgs["loss_after"]) == (10, 5, 1.0)
+    assert lbfgs["kept"] is True and len(more.maps) == 1
+
+
+def test_auto_continues_the_kept_law_unless_the_phase_length_is_given(monkeypatch):
+    """auto continues the fit of the law of the lower spread; an lbfgs_steps given is
+    every fit's whole phase, not continued."""
+    continued = []
+    monkeypatch.setattr(inversion, "_train", lambda data, cfg, **kw: cfg.mu_model)
+    monkeypatch.setattr(inversion, "_law_spread", {"springpot": 0.02, "voigt": 0.01}.get)
+    monkeypatch.setattr(inversion, "_continued", lambda t, run: continued.append(t) or t)
+    monkeypatch.setattr(inversion, "_results", lambda t: types.SimpleNamespace(metrics={}))
+    data = plane_wave_dataset()
+    kept = inversion.invert(data, mu_model="auto", progress=False)
+    assert kept.metrics["law"]["mu_model"] == "voigt" and continued == ["voigt"]
+    inversion.invert(data, mu_model="auto", lbfgs_steps=7, progress=False)
+    assert continued == ["voigt"]
 
 
 def test_named_laws_and_one_frequency_get_the_long_phase(monkeypatch):
     """A named law's fit, and auto's one-frequency fit (no law to choose), get the long
-    phase; an lbfgs_steps given is every fit's phase."""
+    phase."""
     calls = []
 
     def fake_fit(data, cfg, **kw):
