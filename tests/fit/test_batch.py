@@ -270,7 +270,7 @@ def test_3d_plane_wave_residual_vanishes(pde):
 def test_auto_judges_a_batch_by_its_worst_spread_and_a_volume_by_all_its_slices(slices):
     """mu_model auto on a batch keeps the law whose worst member spread is the lower, and
     on a slicewise volume the law of the lower spread over all its slices: the spread it
-    records for the kept law is the one its Results report."""
+    records for the kept law is the one its Results report (neither is continued)."""
     cfg = Config(**{**SMALL, "mu_model": "auto"})
     batch = inversion.invert(slices[:2], cfg, devices=1, progress=False)
     law = batch[0].metrics["law"]
