@@ -72,7 +72,8 @@ class RunFacts(TypedDict, total=False):
     chunks: int
     datasets_per_chunk: int
     chunks_already_done: int
-    lbfgs: dict[str, Any]  # the L-BFGS phase: steps, points, losses, kept, compile_wait_s, time_s
+    # the L-BFGS phase: steps, points, losses, kept, compile_wait_s, time_s; continued (auto)
+    lbfgs: dict[str, Any]
 
 
 class BaselineFacts(TypedDict, total=False):
