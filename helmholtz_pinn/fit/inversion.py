@@ -398,10 +398,10 @@ def _check_batch(datasets) -> list[Dataset]:
 
 
 def _volume_result(volume, keep, maps, cfg, prep, state, history, wall, facts, checks) -> Result:
-    """Slice maps put back on the volume's grid (NaN on slices not fitted; ``facts`` hold
-    the law's over all slices, :func:`_law_facts`); each slice's
+    """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
-    NaN members, which :func:`make_result` skips)."""
+    NaN members, which :func:`make_result` skips). ``facts`` include the law facts over
+    all the slices (:func:`_law_facts`)."""
     run = run_facts(prep, cfg, state, history, wall, **facts, **checks[0], mode="slicewise")
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
