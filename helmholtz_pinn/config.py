@@ -77,6 +77,12 @@ class Config:
         steps exceed lbfgs_from and whose mask has at most lbfgs_points voxels (the
         sample is then the whole field), else none.
       lbfgs_from: the Adam step at which an L-BFGS phase takes over.
+      tf32_steps: Adam steps whose matmuls run in TF32 on a GPU's tensor cores (a 10-bit
+        mantissa; faster on large batches), the later ones in float32 ("highest"); the
+        L-BFGS phase, the map and the checks are always float32; 0: float32 throughout;
+        None: every Adam step when an L-BFGS phase follows, else the first half. Applies
+        on a GPU only (a CPU's matmuls are float32 at any precision) and not where the
+        user has set jax_default_matmul_precision.
       lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
@@ -124,6 +130,7 @@ class Config:
     lbfgs_steps: int | None = None
     lbfgs_from: int = 5000
     lbfgs_points: int = 16384
+    tf32_steps: int | None = None
     pde_weight: float = 0.1
     pde_warmup: int = 1000
     pde_margin: int | None = None
@@ -152,10 +159,10 @@ class Config:
             if not (value is None and name in OPTIONAL_POSITIVE_FLOATS) and not value > 0:
                 none = " or None" if name in OPTIONAL_POSITIVE_FLOATS else ""
                 raise ConfigError(f"config.{name} must be > 0{none}; got {value!r}")
-        for name in ("metric_margin", "pde_margin", "lbfgs_steps"):
+        for name in ("metric_margin", "pde_margin", "lbfgs_steps", "tf32_steps"):
             value = getattr(self, name)
             if not (value is None and name != "metric_margin") and not _int_at_least(value, 0):
-                unit = "iterations" if name == "lbfgs_steps" else "voxels"
+                unit = {"lbfgs_steps": "iterations", "tf32_steps": "steps"}.get(name, "voxels")
                 raise ConfigError(f"config.{name} must be an integer >= 0 {unit}; got {value!r}")
         if not self.ensemble_keep >= 1:
             raise ConfigError(

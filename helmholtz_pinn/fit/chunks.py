@@ -200,6 +200,8 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         shared_problem=members > 0 and not stacked,
     )
     block = placement.compile_block(spec, cfg.sync_interval, plan)
+    if cfg.tf32_steps:
+        block = placement.Scheduled(block, cfg.tf32_steps)
     state, problem = placement.place(state, problem, plan)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)

@@ -145,6 +145,7 @@ def _train(
     stacked = len(datasets) > 1 or slicewise
     estimates = None if slicewise else [c["ahi_estimate_pa"] for c in checks]
     cfg = problem.lbfgs_plan(datasets, cfg, phase)  # the Adam steps and the L-BFGS phase
+    cfg = problem.tf32_plan(cfg, jax.default_backend() == "gpu")
     shared = shared_settings(datasets, cfg, estimates)
     prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
     run = dict(stacked=stacked, devices=devices, callback=callback, progress=progress)

@@ -212,6 +212,32 @@ def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
     )
 
 
+
+TF32 = "tensorfloat32"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheduled:
+    """A compiled ``block`` run with TF32 matmuls (``jax.default_matmul_precision``) while
+    the state's step is below ``tf32_steps``, in float32 ("highest") from there on: two
+    programs (jit keys on the precision), the second compiled when first needed."""
+
+    block: object
+    tf32_steps: int
+
+    def _precision(self, state):
+        step = int(np.asarray(jax.device_get(state.step)).max())
+        return jax.default_matmul_precision(TF32 if step < self.tf32_steps else None)
+
+    def __call__(self, state, problem):
+        with self._precision(state):
+            return self.block(state, problem)
+
+    def lower(self, state, problem):
+        """The program that the next call with these arguments runs, lowered."""
+        with self._precision(state):
+            return self.block.lower(state, problem)
+
 @functools.lru_cache(maxsize=8)
 def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placement):
     """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on one device

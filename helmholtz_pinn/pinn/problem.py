@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import jax
 import numpy as np
 
 from helmholtz_pinn.assess import stencils
@@ -134,6 +135,26 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config, iterations: int = LBFGS
     steps = min(cfg.steps, cfg.lbfgs_from) if n else cfg.steps
     return cfg.replace(lbfgs_steps=n, steps=steps)
 
+
+
+# TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase (float32)
+# follows it, else the first TF32_SHARE of the Adam steps; float32 after them. Why:
+# docs/defaults.md.
+TF32_SHARE = 0.5
+
+
+def tf32_plan(cfg: Config, gpu: bool) -> Config:
+    """``cfg`` (after :func:`lbfgs_plan`: ``steps`` are the Adam phase's) with
+    ``tf32_steps`` an int: None resolved to ``steps`` when an L-BFGS phase follows, else
+    ``TF32_SHARE * steps``; 0 off a GPU (``gpu`` False: a CPU's matmuls are float32 at
+    any precision) and where ``jax_default_matmul_precision`` is set (the user's precision
+    then applies to every program)."""
+    n = cfg.tf32_steps
+    if not gpu or jax.config.jax_default_matmul_precision is not None:
+        n = 0
+    elif n is None:
+        n = cfg.steps if cfg.lbfgs_steps else int(TF32_SHARE * cfg.steps)
+    return cfg.replace(tf32_steps=n)
 
 def shared_settings(
     datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None

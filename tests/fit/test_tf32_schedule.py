@@ -1,0 +1,67 @@
+"""The precision schedule: Adam's first ``tf32_steps`` in TF32 matmuls on a GPU, float32
+("highest") after them, in the L-BFGS phase, the map and the checks."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from settings import SMALL, plane_wave_dataset
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import ConfigError
+from helmholtz_pinn.fit import inversion, placement
+from helmholtz_pinn.pinn import model, problem, train
+from helmholtz_pinn.pinn.problem import prepare
+
+
+def test_the_default_is_every_adam_step_before_a_phase_else_the_first_half():
+    before_phase = Config(steps=5000, lbfgs_steps=4000)
+    adam_only = Config(steps=10000, lbfgs_steps=0)
+    given = adam_only.replace(tf32_steps=300)
+    with jax.default_matmul_precision(None):  # conftest sets "highest" for the whole suite
+        assert problem.tf32_plan(before_phase, gpu=True).tf32_steps == 5000
+        assert problem.tf32_plan(adam_only, gpu=True).tf32_steps == 5000
+        assert problem.tf32_plan(given, gpu=True).tf32_steps == 300
+        assert problem.tf32_plan(given, gpu=False).tf32_steps == 0  # float32 on a CPU anyway
+    with jax.default_matmul_precision("float32"):  # the user's precision rules every program
+        assert problem.tf32_plan(given, gpu=True).tf32_steps == 0
+    with pytest.raises(ConfigError, match="tf32_steps must be an integer >= 0 steps"):
+        Config(tf32_steps=-1)
+
+
+def test_blocks_before_the_switch_are_tf32_programs_and_after_it_float32():
+    prep = prepare(plane_wave_dataset(), Config(**SMALL))
+    block = placement.Scheduled(jax.jit(train.block_fn(prep.spec, 5)), tf32_steps=10)
+    state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
+
+    def precisions(step):
+        text = block.lower(state._replace(step=jnp.asarray(step, state.step.dtype)), prep.problem)
+        return {p for p in ("HIGHEST", "HIGH,") if p in text.as_text()}
+
+    with jax.default_matmul_precision(None):
+        assert model.matmul_precision() == jax.lax.Precision.HIGHEST  # the library's default
+    assert precisions(0) == precisions(9) == {"HIGH,"}  # HIGH: TF32 on a GPU
+    assert precisions(10) == precisions(500) == {"HIGHEST"}
+
+
+def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
+    """On a CPU both programs compute float32, so a scheduled fit must equal an unscheduled
+    one exactly: the switch neither skips nor repeats a step. The blocks' precisions are
+    recorded as they run."""
+    monkeypatch.setattr(problem, "tf32_plan", lambda cfg, gpu: cfg)  # force it on a CPU
+    ran = []
+    original = placement.Scheduled._precision
+
+    def spy(self, state):
+        ran.append(int(np.asarray(state.step)) < self.tf32_steps)
+        return original(self, state)
+
+    monkeypatch.setattr(placement.Scheduled, "_precision", spy)
+    cfg = Config(**{**SMALL, "steps": 20, "plateau_patience": 100})
+    plain = inversion.invert(plane_wave_dataset(), cfg.replace(tf32_steps=0), progress=False)
+    assert ran == []
+    scheduled = inversion.invert(plane_wave_dataset(), cfg.replace(tf32_steps=10), progress=False)
+    assert ran == [True, True, False, False]  # blocks of 5 steps
+    assert scheduled.metrics["steps"] == plain.metrics["steps"] == 20
+    np.testing.assert_array_equal(scheduled.mu, plain.mu)
+    assert [r["loss"] for r in scheduled.history] == [r["loss"] for r in plain.history]
