@@ -24,8 +24,9 @@ from helmholtz_pinn.fit.host_loop import HostState
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn.train import TrainState
 
-# fields that may differ between the run that saved and the run that resumes
-RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin", "ensemble_keep")
+# fields that may differ between the run that saved and the run that resumes (the matmul
+# precision of the Adam blocks still to run, too: a resume on another machine kind)
+RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin", "ensemble_keep", "tf32_steps")
 
 
 def fingerprint(datasets: Sequence[Dataset]) -> dict:

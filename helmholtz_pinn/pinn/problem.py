@@ -137,23 +137,23 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config, iterations: int = LBFGS
 
 
 
-# TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase (float32)
-# follows it, else the first TF32_SHARE of the Adam steps; float32 after them. Why:
-# docs/defaults.md.
-TF32_SHARE = 0.5
+# TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase follows
+# (the phase, in float32, ends the fit; the map was unchanged within the run-to-run
+# spread); none in a fit of Adam alone (half its steps in TF32 blurred the smallest target
+# of a noisy organ). Why: docs/defaults.md.
 
 
 def tf32_plan(cfg: Config, gpu: bool) -> Config:
     """``cfg`` (after :func:`lbfgs_plan`: ``steps`` are the Adam phase's) with
     ``tf32_steps`` an int: None resolved to ``steps`` when an L-BFGS phase follows, else
-    ``TF32_SHARE * steps``; 0 off a GPU (``gpu`` False: a CPU's matmuls are float32 at
-    any precision) and where ``jax_default_matmul_precision`` is set (the user's precision
-    then applies to every program)."""
+    0; 0 off a GPU (``gpu`` False: a CPU's matmuls are float32 at any precision) and
+    where ``jax_default_matmul_precision`` is set (the user's precision then applies to
+    every program)."""
     n = cfg.tf32_steps
     if not gpu or jax.config.jax_default_matmul_precision is not None:
         n = 0
     elif n is None:
-        n = cfg.steps if cfg.lbfgs_steps else int(TF32_SHARE * cfg.steps)
+        n = cfg.steps if cfg.lbfgs_steps else 0
     return cfg.replace(tf32_steps=n)
 
 def shared_settings(

@@ -14,13 +14,13 @@ from helmholtz_pinn.pinn import model, problem, train
 from helmholtz_pinn.pinn.problem import prepare
 
 
-def test_the_default_is_every_adam_step_before_a_phase_else_the_first_half():
+def test_the_default_is_every_adam_step_before_a_phase_and_none_without_one():
     before_phase = Config(steps=5000, lbfgs_steps=4000)
     adam_only = Config(steps=10000, lbfgs_steps=0)
     given = adam_only.replace(tf32_steps=300)
     with jax.default_matmul_precision(None):  # conftest sets "highest" for the whole suite
         assert problem.tf32_plan(before_phase, gpu=True).tf32_steps == 5000
-        assert problem.tf32_plan(adam_only, gpu=True).tf32_steps == 5000
+        assert problem.tf32_plan(adam_only, gpu=True).tf32_steps == 0
         assert problem.tf32_plan(given, gpu=True).tf32_steps == 300
         assert problem.tf32_plan(given, gpu=False).tf32_steps == 0  # float32 on a CPU anyway
     with jax.default_matmul_precision("float32"):  # the user's precision rules every program
