@@ -77,13 +77,13 @@ class Config:
         steps exceed lbfgs_from and whose mask has at most lbfgs_points voxels (the
         sample is then the whole field), else none.
       lbfgs_from: the Adam step at which an L-BFGS phase takes over.
+      lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       tf32_steps: the first Adam steps, whose matmuls run in TF32 on a GPU's tensor cores
         (a 10-bit mantissa; faster steps), the later ones in float32 ("highest");
         the L-BFGS phase, the map and the checks are always float32; 0: float32
         throughout; None: every Adam step when an L-BFGS phase follows, else 0. Applies
         on a GPU only (a CPU's matmuls are float32 at any precision) and not where the
         user has set jax_default_matmul_precision.
-      lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
       pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)

@@ -212,7 +212,6 @@ def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
     )
 
 
-
 TF32 = "tensorfloat32"
 
 
@@ -237,6 +236,7 @@ class Scheduled:
         """The program that the next call with these arguments runs, lowered."""
         with self._precision(state):
             return self.block.lower(state, problem)
+
 
 @functools.lru_cache(maxsize=8)
 def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placement):

@@ -136,13 +136,10 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config, iterations: int = LBFGS
     return cfg.replace(lbfgs_steps=n, steps=steps)
 
 
-
 # TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase follows
 # (the phase, in float32, ends the fit; the map was unchanged within the run-to-run
 # spread); none in a fit of Adam alone (half its steps in TF32 blurred the smallest target
 # of a noisy organ). Why: docs/defaults.md.
-
-
 def tf32_plan(cfg: Config, gpu: bool) -> Config:
     """``cfg`` (after :func:`lbfgs_plan`: ``steps`` are the Adam phase's) with
     ``tf32_steps`` an int: None resolved to ``steps`` when an L-BFGS phase follows, else
@@ -155,6 +152,7 @@ def tf32_plan(cfg: Config, gpu: bool) -> Config:
     elif n is None:
         n = cfg.steps if cfg.lbfgs_steps else 0
     return cfg.replace(tf32_steps=n)
+
 
 def shared_settings(
     datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
