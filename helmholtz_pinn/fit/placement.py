@@ -16,7 +16,8 @@ would not fit.
 
 This module owns no entry point and no training step: :func:`compile_block` applies a
 placement to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`, and
-:func:`polish_ahead` compiles the L-BFGS phase in the background while that block trains.
+:func:`polish_ahead` compiles the L-BFGS phase in the background while that block trains;
+:class:`Scheduled` runs the block's TF32 program before a step and its float32 one after.
 """
 
 from __future__ import annotations
