@@ -82,8 +82,9 @@ class Config:
         (a 10-bit mantissa; faster steps), the later ones in float32 ("highest");
         the L-BFGS phase, the map and the checks are always float32; 0: float32
         throughout; None: every Adam step when an L-BFGS phase follows, else 0. Applies
-        on a GPU only (a CPU's matmuls are float32 at any precision) and not where the
-        user has set jax_default_matmul_precision.
+        on a GPU only (a CPU's matmuls are float32 at any precision), not where the user
+        has set jax_default_matmul_precision, and not where an L-BFGS phase cannot run
+        (several devices).
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
       pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)

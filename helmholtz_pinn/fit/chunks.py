@@ -200,8 +200,11 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         shared_problem=members > 0 and not stacked,
     )
     block = placement.compile_block(spec, cfg.sync_interval, plan)
-    if cfg.tf32_steps:
-        block = placement.Scheduled(block, cfg.tf32_steps)
+    tf32 = cfg.tf32_steps
+    if cfg.lbfgs_steps and len(plan.devices) > 1:
+        tf32 = 0  # the phase runs on one device only: no float32 end after TF32 steps
+    if tf32:
+        block = placement.Scheduled(block, tf32)
     state, problem = placement.place(state, problem, plan)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)
@@ -229,6 +232,7 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
     if plan.padded_members != members:
         history = [host_loop.member_record(r, slice(0, members)) for r in history]
     resumed["trained_blocks"] = len(history) - before
+    resumed["tf32_steps"] = tf32
     program = None
     if cfg.lbfgs_steps:
         state, resumed["lbfgs"], program = _polish(state, problem, polish, cfg, plan, members)

@@ -74,6 +74,7 @@ class RunFacts(TypedDict, total=False):
     chunks_already_done: int
     # the L-BFGS phase: steps, points, losses, kept, compile_wait_s, time_s; continued (auto)
     lbfgs: dict[str, Any]
+    tf32_steps: int  # the Adam step up to which blocks ran in TF32 on a GPU (0: float32)
 
 
 class BaselineFacts(TypedDict, total=False):

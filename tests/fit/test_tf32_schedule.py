@@ -65,3 +65,16 @@ def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
     assert scheduled.metrics["steps"] == plain.metrics["steps"] == 10
     np.testing.assert_array_equal(scheduled.mu, plain.mu)
     assert [r["loss"] for r in scheduled.history] == [r["loss"] for r in plain.history]
+    assert (scheduled.metrics["tf32_steps"], plain.metrics["tf32_steps"]) == (5, 0)
+
+
+def test_no_tf32_steps_where_the_float32_phase_does_not_run(monkeypatch, four_devices):
+    """The L-BFGS phase runs on one device only: on several, TF32 Adam steps would end
+    the fit, so the schedule is off there."""
+    monkeypatch.setattr(problem, "tf32_plan", lambda cfg, gpu: cfg)
+    ran = []
+    monkeypatch.setattr(placement.Scheduled, "__call__", lambda self, *a: ran.append(1))
+    cfg = Config(**{**SMALL, "tf32_steps": 5, "lbfgs_steps": 3})
+    result = inversion.invert(plane_wave_dataset(), cfg, devices=4, progress=False)
+    assert result.metrics["devices"] == 4 and "skipped" in result.metrics["lbfgs"]
+    assert ran == [] and result.metrics["tf32_steps"] == 0
