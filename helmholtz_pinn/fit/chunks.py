@@ -200,16 +200,16 @@ def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, c
         shared_problem=members > 0 and not stacked,
     )
     block = placement.compile_block(spec, cfg.sync_interval, plan)
-    tf32 = cfg.tf32_steps
-    if cfg.lbfgs_steps and len(plan.devices) > 1:
-        tf32 = 0  # the phase runs on one device only: no float32 end after TF32 steps
+    phase = bool(cfg.lbfgs_steps) and len(plan.devices) == 1  # the phase runs on one device
+    # no TF32 steps where an asked-for phase cannot run: nothing in float32 would end the fit
+    tf32 = cfg.tf32_steps if phase or not cfg.lbfgs_steps else 0
     if tf32:
         block = placement.Scheduled(block, tf32)
     state, problem = placement.place(state, problem, plan)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)
-    polish = None  # the L-BFGS phase (one device only) compiles while Adam trains
-    if cfg.lbfgs_steps and len(plan.devices) == 1:
+    polish = None  # the L-BFGS phase compiles while Adam trains
+    if phase:
         block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
         polish = placement.polish_ahead(
             spec, cfg.lbfgs_steps, cfg.lbfgs_points, plan, state, problem
