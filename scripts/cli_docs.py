@@ -157,7 +157,7 @@ def _help(*args: str) -> str:
 
 def subcommands() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from helmholtz_pinn.cli.parser import build_parser
+    from helmholtz_pinn.lab import build_parser
 
     parser = build_parser()
     action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
