@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from helmholtz_pinn.errors import DatasetError, OutputError
+from helmholtz_pinn.io.readers import SUFFIXES as _CONVERTIBLE  # what convert reads
 from helmholtz_pinn.io.validation import (
     check_affine,
     check_mask,
@@ -35,7 +36,6 @@ from helmholtz_pinn.io.validation import (
 
 REQUIRED_KEYS = ("u", "frequency", "spacing")
 OPTIONAL_KEYS = ("mask", "mu", "regions", "rho", "affine")
-_CONVERTIBLE = (".mat", ".nii", ".nii.gz", ".h5", ".hdf5")
 # What np.load / NpzFile raise on damaged files (bad zip structure, bad .npy header,
 # unsupported compression flags, short reads).
 _UNREADABLE = (
