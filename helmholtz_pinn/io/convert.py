@@ -136,6 +136,10 @@ def convert(
     A NIfTI input sets the dataset's ``affine`` (:func:`grid_affine`: the header's, in
     mm, for the grid axes); a MATLAB input has none.
 
+    Returns:
+      The validated :class:`Dataset`: ``u`` ``(F, C, *grid)``, ``frequency`` Hz,
+      ``spacing`` m, the mask and (NIfTI) the affine.
+
     Raises:
       DatasetError: unreadable input, unknown or ambiguous layout, missing frequency
         or spacing, or an invalid result.

@@ -389,7 +389,7 @@ def test_elastic_failures_are_recorded(script, monkeypatch):
     def diverge(*args, **kwargs):
         raise errors.DivergenceError("loss diverged at step 100")
 
-    monkeypatch.setattr(script.elastic.inversion, "invert", diverge)
+    monkeypatch.setattr(script.elastic.hp, "invert", diverge)
     ((facts, mu),) = script.elastic.run_pinn("pinn-hetero", [d], None)
     assert mu is None and facts["error"] == "DivergenceError: loss diverged at step 100"
 
