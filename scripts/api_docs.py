@@ -18,7 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "docs" / "api-reference.md"
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+
+from cli_docs import write_or_check  # noqa: E402
 
 import helmholtz_pinn as hp  # noqa: E402
 
@@ -207,15 +209,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv[1:]:
-        if not TARGET.exists() or TARGET.read_text() != text:
-            print(f"{TARGET.relative_to(ROOT)} is out of date: run python scripts/api_docs.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET.relative_to(ROOT)}")
-    return 0
+    return write_or_check(TARGET, render(), "api_docs.py")
 
 
 if __name__ == "__main__":
