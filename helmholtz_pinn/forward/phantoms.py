@@ -431,7 +431,8 @@ def simulate_phantom(
 ) -> Dataset:
     """Simulate a built-in phantom's MRE acquisition, with noise if asked.
 
-    The equation, the absorbing layer and the drives are those of :func:`simulate`.
+    The equation, the absorbing layer and the drives are those of
+    :func:`helmholtz_pinn.forward.phantoms.simulate`.
 
     Args:
       name: a key of :data:`PHANTOMS`.
