@@ -174,7 +174,17 @@ class Config:
             raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
 
     def replace(self, **overrides) -> Config:
-        """A copy with ``overrides`` applied; unknown names raise a ConfigError naming them."""
+        """A copy with ``overrides`` applied.
+
+        Args:
+          **overrides: field names and their new values.
+
+        Returns:
+          The new :class:`Config` (this one is frozen).
+
+        Raises:
+          ConfigError: an unknown field name (the message lists the valid ones).
+        """
         unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             valid = ", ".join(f.name for f in dataclasses.fields(self))
@@ -191,7 +201,14 @@ def cpu_settings(n_comp: int) -> dict:
     there. Fields given explicitly should be applied after these
     (``Config(**{**cpu, **mine})``).
 
-    ``n_comp``: the displacement components of the data (1 to 3).
+    Args:
+      n_comp: the displacement components of the data (1 to 3).
+
+    Returns:
+      Config field names and values (a dict for ``Config(**...)`` or ``invert(...)``).
+
+    Raises:
+      ConfigError: ``n_comp`` is not 1, 2 or 3.
     """
     if not _int_at_least(n_comp, 1) or n_comp > 3:
         raise ConfigError(f"n_comp must be 1, 2 or 3 components; got {n_comp!r}")

@@ -6,7 +6,7 @@ Grid: phantoms x noise levels (noise seed fixed) x methods, where the methods ar
 - ``pinn-hetero``: PINN, heterogeneous form ``div(mu grad u) + rho omega^2 u = 0``;
 - ``ahi``: AHI (MDEV form) on the raw field;
 - ``ahi-gaussian``: AHI after Gaussian smoothing of u (``--ahi-sigma`` voxels, the library default
-  ``baselines.AHI_SIGMA`` = 2).
+  ``lab.AHI_SIGMA`` = 2).
 
 Each cell records the median relative error of the storage modulus Re(mu) (a fraction),
 Pearson R of Re(mu), the contrast transfer of every target region (1.0 = the true
@@ -22,7 +22,7 @@ such a captured stdout log.
 Elastic FEM phantoms (``--elastic DIR``: the files and manifest.json written by
 ``scripts/elastic_phantoms.py``; the code is in ``scripts/accuracy_elastic.py``): files x
 methods, the methods ``pinn-<form>`` for each ``--pde`` form (default: every form of
-``helmholtz_pinn.pinn.forms.names()`` when ``--methods`` is not given, else none),
+``helmholtz_pinn.lab.pde_forms()`` when ``--methods`` is not given, else none),
 ``pinn-auto`` (the library's default configuration), ``ahi``, ``ahi-gaussian`` and
 ``curl-mdev``. Files are chosen with ``--set``, ``--output``,
 ``--case``, ``--noise`` and ``--noise-seeds`` (files listed but absent are skipped), cut
@@ -84,13 +84,8 @@ from accuracy_elastic import (
 )
 from study_report import emit, noise_label, num, pct, seconds
 
-from helmholtz_pinn import errors
-from helmholtz_pinn.assess import baselines, metrics
-from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import inversion
-from helmholtz_pinn.forward import phantoms
-from helmholtz_pinn.pinn import forms
-from helmholtz_pinn.report import files
+import helmholtz_pinn as hp
+from helmholtz_pinn import lab
 
 METHODS = ("pinn-helmholtz", "pinn-hetero", "ahi", "ahi-gaussian")
 PINN_METHODS = {"pinn-helmholtz": "helmholtz", "pinn-hetero": "hetero"}
@@ -139,12 +134,14 @@ def parse_noise(text: str) -> float | None:
         ) from None
 
 
-def run_cell(method: str, dataset, cfg: Config, ahi_sigma: float) -> tuple[dict, np.ndarray | None]:
+def run_cell(
+    method: str, dataset, cfg: hp.Config, ahi_sigma: float
+) -> tuple[dict, np.ndarray | None]:
     """One method on one dataset: (facts, recovered mu in Pa or None when it failed)."""
     if method in PINN_METHODS:
         try:
-            res = inversion.invert(dataset, cfg, progress=False, pde=PINN_METHODS[method])
-        except errors.HelmholtzPinnError as err:
+            res = hp.invert(dataset, cfg, progress=False, pde=PINN_METHODS[method])
+        except hp.HelmholtzPinnError as err:
             return {"error": str(err)}, None
         m = res.metrics
         facts = {
@@ -157,7 +154,7 @@ def run_cell(method: str, dataset, cfg: Config, ahi_sigma: float) -> tuple[dict,
         return facts, res.mu
     smoothing = "gaussian" if method == "ahi-gaussian" else "none"
     t0 = time.perf_counter()
-    mu = baselines.ahi(dataset, smoothing=smoothing, sigma=ahi_sigma)
+    mu = hp.baseline(dataset, smoothing=smoothing, sigma=ahi_sigma)
     return {"wall_time_s": time.perf_counter() - t0, "smoothing": smoothing}, mu
 
 
@@ -172,7 +169,7 @@ def accuracy_row(phantom: str, noise_db, method: str, facts: dict, mu, dataset) 
     }
     if mu is None:
         return row
-    m = metrics.evaluate(mu, dataset)
+    m = hp.evaluate(mu, dataset)
     m.pop("per_frequency", None)  # Re(mu) of the Voigt model is the same at every frequency
     row["median_rel_error_storage"] = m.get("median_rel_error_storage")
     row["pearson_r_storage"] = m.get("pearson_r_storage")
@@ -231,7 +228,7 @@ def phantom_info(dataset, overrides: dict) -> dict:
     }
 
 
-def pinn_config(args) -> tuple[Config, dict]:
+def pinn_config(args) -> tuple[hp.Config, dict]:
     """The PINN settings of a run: the library defaults with --quick, --config and --steps
     applied; (config, the overrides)."""
     overrides = dict(QUICK_CONFIG) if args.quick else {}
@@ -239,10 +236,10 @@ def pinn_config(args) -> tuple[Config, dict]:
         overrides.update(json.loads(args.config))
     if args.steps is not None:
         overrides["steps"] = args.steps
-    return Config().replace(**overrides), overrides
+    return hp.Config().replace(**overrides), overrides
 
 
-def run_meta(args, command: str, cfg: Config, overrides: dict) -> dict:
+def run_meta(args, command: str, cfg: hp.Config, overrides: dict) -> dict:
     """What every run records: date, command, machine, PINN and baseline settings."""
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -260,8 +257,8 @@ def run_study(args, command: str) -> dict:
     """Run every cell; print, save and report as the cells complete. Returns the study."""
     import jax
 
-    out = files.prepare_dir(args.out)
-    files.prepare_dir(out / "figures")
+    out = lab.prepare_dir(args.out)
+    lab.prepare_dir(out / "figures")
     cfg, overrides = pinn_config(args)
     phantom_overrides = dict(QUICK_PHANTOM) if args.quick else {}
     study = {
@@ -286,16 +283,14 @@ def run_study(args, command: str) -> dict:
     for name in args.phantoms:
         maps: dict = {}
         t0 = time.perf_counter()
-        clean = phantoms.simulate_phantom(name, **phantom_overrides)  # once per phantom
+        clean = hp.simulate_phantom(name, **phantom_overrides)  # once per phantom
         study["phantoms"][name] = phantom_info(clean, phantom_overrides)
         study["phantoms"][name]["simulate_s"] = time.perf_counter() - t0
         emit({"phantom_info": {"phantom": name, **study["phantoms"][name]}})
         truth = np.asarray(clean.mu)[0].real
         for noise_db in args.noise:
             # what simulate_phantom(name, noise_db=, seed=) returns, without solving again
-            dataset = dataclasses.replace(
-                clean, u=phantoms.add_noise(clean.u, noise_db, seed=args.seed)
-            )
+            dataset = dataclasses.replace(clean, u=lab.add_noise(clean.u, noise_db, seed=args.seed))
             for method in args.methods:
                 facts, mu = run_cell(method, dataset, cfg, args.ahi_sigma)
                 row = accuracy_row(name, noise_db, method, facts, mu, dataset)
@@ -303,12 +298,12 @@ def run_study(args, command: str) -> dict:
                 emit(row)
                 if mu is not None and noise_db in _figure_noise(args.noise):
                     maps[(noise_db, method)] = np.asarray(mu).reshape(-1, *dataset.grid)[0].real
-                files.write_json(out / "accuracy.json", study)
+                lab.write_json(out / "accuracy.json", study)
         figure(name, truth, maps, study, out / "figures" / f"accuracy_{name}.png")
         write_report(study, out / "accuracy.md")
     study["meta"]["complete"] = True
     emit({"complete": {"cells": len(study["results"])}})
-    files.write_json(out / "accuracy.json", study)
+    lab.write_json(out / "accuracy.json", study)
     write_report(study, out / "accuracy.md")
     return study
 
@@ -724,7 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--phantoms",
         nargs="+",
         default=None,
-        choices=sorted(phantoms.PHANTOMS),
+        choices=sorted(hp.PHANTOMS),
         help=f"default: {' '.join(DEFAULT_PHANTOMS)}",
     )
     parser.add_argument(
@@ -756,7 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ahi-sigma",
         type=float,
-        default=baselines.AHI_SIGMA,
+        default=lab.AHI_SIGMA,
         help="Gaussian smoothing of the smoothed AHI, voxels (the library default)",
     )
     parser.add_argument(
@@ -802,10 +797,10 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument(
         "--pde",
         nargs="*",
-        choices=forms.names(),
+        choices=lab.pde_forms(),
         default=None,
         metavar="FORM",
-        help=f"PINN forms run as pinn-<form> (of {', '.join(forms.names())}; default: all "
+        help=f"PINN forms run as pinn-<form> (of {', '.join(lab.pde_forms())}; default: all "
         "when --methods is not given, else none; none: --pde alone)",
     )
     group.add_argument(
@@ -832,7 +827,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw no elastic figures (the maps are still saved; --report-only draws them)",
     )
     group.add_argument(
-        "--curl-sigma", type=float, default=baselines.CURL_SIGMA,
+        "--curl-sigma", type=float, default=lab.CURL_SIGMA,
         help="Gaussian smoothing of curl-MDEV, voxels (default: the library default)",
     )  # fmt: skip
     parser.add_argument(
@@ -863,10 +858,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.report_only is not None:
         study = merge_studies([load_study(p) for p in args.report_only])
-        out = files.prepare_dir(args.out or args.report_only[0].parent)
+        out = lab.prepare_dir(args.out or args.report_only[0].parent)
         stem = "accuracy" if study.get("results") else "accuracy_elastic"
         if [p.resolve() for p in args.report_only] != [(out / f"{stem}.json").resolve()]:
-            files.write_json(out / f"{stem}.json", study)
+            lab.write_json(out / f"{stem}.json", study)
         path = write_report(study, out / f"{stem}.md", regenerated_by=command)
         # elastic figures again, from the maps the runs saved beside their results
         runs = study.get("meta", {}).get("runs", [study.get("meta", {})])
@@ -889,7 +884,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds = args.noise_seeds
         try:
             elastic.methods_of(args.pde, args.methods)
-        except errors.ConfigError as err:
+        except hp.ConfigError as err:
             parser.error(str(err))
     else:
         given = [f"--{k.replace('_', '-')}" for k in ELASTIC_ONLY if getattr(args, k)]
@@ -904,9 +899,7 @@ def main(argv: list[str] | None = None) -> int:
         args.phantoms = args.phantoms or list(DEFAULT_PHANTOMS)
         args.noise = args.noise or list(QUICK_NOISE if args.quick else DEFAULT_NOISE)
     if not args.no_compile_cache:
-        from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
-
-        enable_compilation_cache(args.compile_cache, min_compile_time_s=0.5)
+        hp.enable_compilation_cache(args.compile_cache, min_compile_time_s=0.5)
     t0 = time.perf_counter()
     if args.elastic is not None:
         cfg, overrides = pinn_config(args)

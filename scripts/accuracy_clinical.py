@@ -38,22 +38,21 @@ def simulate(args) -> int:
     """Each member clean and at every ``--noise`` level (the member's noise seed, inside
     the organ, one level for all components), as ``<member>.npz`` and
     ``<member>_<dB>dB.npz``."""
-    from helmholtz_pinn.forward import clinical
-    from helmholtz_pinn.forward.phantoms import add_noise
-    from helmholtz_pinn.io import dataset as io
+    import helmholtz_pinn as hp
+    from helmholtz_pinn import lab
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in args.members or list(clinical.FAMILY):
+    for name in args.members or list(hp.CLINICAL_FAMILY):
         t0 = time.perf_counter()
-        clean = clinical.simulate_clinical(name)
-        io.save(clean, out / f"{name}.npz")
+        clean = hp.simulate_clinical(name)
+        hp.save(clean, out / f"{name}.npz")
         inside, f = clean.u[:, :, clean.mask], clean.n_freq
         for noise_db in args.noise:
             u = clean.u.copy()
-            noisy = add_noise(inside.reshape(f, 1, -1), noise_db, clinical.FAMILY[name].seed)
+            noisy = lab.add_noise(inside.reshape(f, 1, -1), noise_db, hp.CLINICAL_FAMILY[name].seed)
             u[:, :, clean.mask] = noisy.reshape(inside.shape)
-            io.save(dataclasses.replace(clean, u=u), out / f"{name}_{noise_db:g}dB.npz")
+            hp.save(dataclasses.replace(clean, u=u), out / f"{name}_{noise_db:g}dB.npz")
         print(f"{name}: grid {clean.grid}, {clean.frequency.tolist()} Hz, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
     return 0
@@ -61,15 +60,15 @@ def simulate(args) -> int:
 
 def fit(method: str, data, overrides: dict):
     """(metrics dict, seconds) of one method on ``data``."""
-    from helmholtz_pinn.fit.inversion import invert
-    from helmholtz_pinn.report.result import baseline_result
+    import helmholtz_pinn as hp
+    from helmholtz_pinn.lab import baseline_result
 
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method.startswith("pinn"):
             law = method.removeprefix("pinn").removeprefix("-") or "auto"
-            res = invert(data, progress=False, mu_model=law, **overrides)
+            res = hp.invert(data, progress=False, mu_model=law, **overrides)
         elif method == "ahi-smoothed":
             res = baseline_result(data, "ahi", smoothing="gaussian")
         else:
@@ -103,8 +102,7 @@ def record(name: str, noise_db, method: str, facts: dict, seconds: float) -> dic
 
 
 def run(args) -> int:
-    from helmholtz_pinn.errors import InputError
-    from helmholtz_pinn.io import dataset as io
+    import helmholtz_pinn as hp
 
     files = sorted(Path(args.folder).glob("*.npz"))
     if args.members:
@@ -114,13 +112,13 @@ def run(args) -> int:
     overrides = json.loads(args.overrides) if args.overrides else {}
     with open(args.records, "a") as sink:
         for path in files:
-            data = io.load(path)
+            data = hp.load(path)
             name, _, noise = path.stem.partition("_")
             noise_db = float(noise.removesuffix("dB")) if noise else None
             for method in args.methods:
                 try:
                     facts, seconds = fit(method, data, overrides)
-                except InputError as err:  # e.g. a baseline's stencil on a thin mask
+                except hp.InputError as err:  # e.g. a baseline's stencil on a thin mask
                     facts, seconds = {"error": str(err)}, 0.0
                 row = record(name, noise_db, method, facts, seconds)
                 row["overrides"] = overrides
@@ -137,7 +135,7 @@ def _pct(v) -> str:
 def contrasts(row: dict) -> str:
     """The targets' G' contrasts, then (as ``G'' k: v``) the G'' contrast of each target
     that has no G' contrast to read (a viscosity-only one)."""
-    from helmholtz_pinn.assess.metrics import shown_contrasts
+    from helmholtz_pinn.lab import shown_contrasts
 
     storage, loss = shown_contrasts(row.get("contrast"), row.get("contrast_loss"))
     extra = [f"G'' {k}: {v:.2f}" for k, v in loss.items()]

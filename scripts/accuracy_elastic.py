@@ -4,16 +4,16 @@ formatting and JSON-line helpers that both parts share are in ``study_report.py`
 
 Files: ``DIR/manifest.json`` lists entries (file, case, set "tuning"/"held-out", output
 "volume"/"slice", noise_db, seed, settings, frequency_hz); each file is a canonical
-dataset (``helmholtz_pinn.io.dataset.load``), u of shape (F, 3, *grid), with the true mu and
+dataset (``helmholtz_pinn.load``), u of shape (F, 3, *grid), with the true mu and
 the regions. Methods:
 
 - ``pinn-<name>``: the PINN with ``pde=<name>``, for every form of
-  ``helmholtz_pinn.pinn.forms.names()`` asked for with ``--pde``;
+  ``helmholtz_pinn.lab.pde_forms()`` asked for with ``--pde``;
 - ``pinn-auto``: the PINN with the library's default configuration (its ``pde``);
 - ``ahi``, ``ahi-gaussian``: algebraic Helmholtz inversion of u (MDEV form), raw and
   after Gaussian smoothing (``--ahi-sigma`` voxels);
 - ``curl-mdev``: the same inversion of curl u (``--curl-sigma`` voxels of Gaussian
-  smoothing, the library default ``baselines.CURL_SIGMA``); needs the three components.
+  smoothing, the library default ``lab.CURL_SIGMA``); needs the three components.
 
 A method that raises one of the package's errors (or, for a baseline, its documented
 ValueError on unusable input) is recorded with the error and the study goes on.
@@ -30,12 +30,8 @@ from pathlib import Path
 import numpy as np
 from study_report import emit, noise_label, num, pct, seconds
 
-from helmholtz_pinn import errors
-from helmholtz_pinn.assess import baselines, metrics
-from helmholtz_pinn.fit import inversion
-from helmholtz_pinn.io.dataset import load
-from helmholtz_pinn.pinn import forms
-from helmholtz_pinn.report import files
+import helmholtz_pinn as hp
+from helmholtz_pinn import lab
 
 SETS = ("tuning", "held-out")
 OUTPUTS = ("volume", "slice")
@@ -73,7 +69,7 @@ def pinn_method(name: str) -> str:
 
 def method_choices() -> list[str]:
     """Every elastic method: a PINN per form (found now), the default PINN, baselines."""
-    return [pinn_method(n) for n in forms.names()] + list(DEFAULT_METHODS)
+    return [pinn_method(n) for n in lab.pde_forms()] + list(DEFAULT_METHODS)
 
 
 def methods_of(pde: list[str] | None, methods: list[str] | None) -> list[str]:
@@ -81,19 +77,17 @@ def methods_of(pde: list[str] | None, methods: list[str] | None) -> list[str]:
     (default: pinn-auto and the baselines), each once, in that order. Without ``pde`` every
     form runs only when ``methods`` is not given either: ``--methods curl-mdev`` alone runs
     curl-MDEV alone."""
-    names = (list(forms.names()) if methods is None else []) if pde is None else pde
-    unknown = [n for n in names if n not in forms.names()]
+    names = (list(lab.pde_forms()) if methods is None else []) if pde is None else pde
+    unknown = [n for n in names if n not in lab.pde_forms()]
     if unknown:
-        raise errors.ConfigError(
-            f"--pde: unknown form(s) {unknown}; available: {', '.join(forms.names())}"
+        raise hp.ConfigError(
+            f"--pde: unknown form(s) {unknown}; available: {', '.join(lab.pde_forms())}"
         )
     chosen = [pinn_method(n) for n in names] + list(DEFAULT_METHODS if methods is None else methods)
     bad = [m for m in chosen if m not in method_choices()]
     if bad:
         valid = ", ".join(method_choices())
-        raise errors.ConfigError(
-            f"--methods: unknown method(s) {bad} for --elastic; valid: {valid}"
-        )
+        raise hp.ConfigError(f"--methods: unknown method(s) {bad} for --elastic; valid: {valid}")
     return list(dict.fromkeys(chosen))
 
 
@@ -126,9 +120,8 @@ def _fit_quality(res):
 
 def _default_form(cfg, dataset) -> str | None:
     """``pinn-<form>`` that the library's default (``cfg.pde``) stands for on ``dataset``."""
-    resolve = getattr(forms, "resolve", None)
-    name = resolve(cfg.pde, dataset.n_comp) if resolve else cfg.pde
-    return pinn_method(name) if name in forms.names() else None
+    name = lab.resolve_pde(cfg.pde, dataset.n_comp)
+    return pinn_method(name) if name in lab.pde_forms() else None
 
 
 def run_pinn(method: str, data: list, cfg) -> list[tuple[dict, np.ndarray | None]]:
@@ -137,8 +130,8 @@ def run_pinn(method: str, data: list, cfg) -> list[tuple[dict, np.ndarray | None
     pde = {} if method == AUTO else {"pde": method.removeprefix("pinn-")}
     t0 = time.perf_counter()
     try:
-        res = inversion.invert(data if len(data) > 1 else data[0], cfg, progress=False, **pde)
-    except errors.HelmholtzPinnError as err:
+        res = hp.invert(data if len(data) > 1 else data[0], cfg, progress=False, **pde)
+    except hp.HelmholtzPinnError as err:
         failed = {"error": f"{type(err).__name__}: {err}", "wall_time_s": time.perf_counter() - t0}
         return [(dict(failed), None) for _ in data]
     results = res if isinstance(res, list) else [res]
@@ -166,18 +159,18 @@ def run_baseline(method: str, dataset, ahi_sigma: float, curl_sigma: float):
     try:
         if method == "curl-mdev":
             if dataset.n_comp != 3:
-                raise errors.InputError(
+                raise hp.InputError(
                     f"curl-MDEV needs three displacement components; the file has {dataset.n_comp}"
                 )
-            mu = baselines.curl_mdev(dataset, smoothing="gaussian", sigma=curl_sigma)
+            mu = hp.curl_mdev(dataset, smoothing="gaussian", sigma=curl_sigma)
             settings = {"smoothing": "gaussian", "sigma_voxels": curl_sigma}
         else:
             smoothing = "gaussian" if method == "ahi-gaussian" else "none"
-            mu = baselines.ahi(dataset, smoothing=smoothing, sigma=ahi_sigma)
+            mu = hp.baseline(dataset, smoothing=smoothing, sigma=ahi_sigma)
             settings = {"smoothing": smoothing}
             if smoothing == "gaussian":
                 settings["sigma_voxels"] = ahi_sigma
-    except (errors.HelmholtzPinnError, ValueError) as err:  # documented refusals of bad input
+    except (hp.HelmholtzPinnError, ValueError) as err:  # documented refusals of bad input
         return {
             "error": f"{type(err).__name__}: {err}",
             "wall_time_s": time.perf_counter() - t0,
@@ -195,7 +188,7 @@ def loss_modulus_errors(mu, dataset) -> tuple[float | None, list]:
     mask = np.asarray(dataset.mask, bool)
     per, pooled = [], []
     for i in range(true.shape[0]):
-        err = metrics.relative_error_map(pred[min(i, len(pred) - 1)].imag, true[i].imag)[mask]
+        err = lab.relative_error_map(pred[min(i, len(pred) - 1)].imag, true[i].imag)[mask]
         pooled.append(err)
         per.append(float(np.median(err)))
     value = float(np.median(np.concatenate(pooled)))
@@ -209,7 +202,7 @@ def loss_modulus_errors(mu, dataset) -> tuple[float | None, list]:
 def read_manifest(folder: Path) -> list[dict]:
     path = Path(folder) / "manifest.json"
     if not path.is_file():
-        raise errors.InputError(
+        raise hp.InputError(
             f"--elastic {folder}: no manifest.json there; write the files with "
             "python scripts/elastic_phantoms.py --out DIR"
         )
@@ -274,7 +267,7 @@ def cell_row(entry: dict, method: str, facts: dict, mu, dataset, extra: dict) ->
     }
     if mu is None:
         return row
-    m = metrics.evaluate(mu, dataset)
+    m = hp.evaluate(mu, dataset)
     m.pop("per_frequency", None)  # G' of the Voigt truth is the same at every frequency
     loss, loss_per = loss_modulus_errors(mu, dataset)
     row.update(
@@ -309,8 +302,8 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
     import jax
 
     folder = Path(args.elastic)
-    out = files.prepare_dir(args.out)
-    maps_dir = files.prepare_dir(out / "elastic_maps")
+    out = lab.prepare_dir(args.out)
+    maps_dir = lab.prepare_dir(out / "elastic_maps")
     methods = methods_of(args.pde, args.methods)
     done = done_cells(args.skip_done, load_study)
     chosen = select(read_manifest(folder), args)
@@ -364,7 +357,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
         emit(row)
         if mu is not None and entry["noise_db"] in FIGURE_NOISE:
             _save_map(maps_dir, entry, method, mu, dataset)
-        files.write_json(out / "accuracy_elastic.json", study)
+        lab.write_json(out / "accuracy_elastic.json", study)
 
     def over_budget() -> bool:
         return args.time_budget is not None and time.perf_counter() - t_start > args.time_budget
@@ -400,7 +393,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
             break
         loaded = []
         for e, ms in items:
-            dataset = load(folder / e["file"])
+            dataset = hp.load(folder / e["file"])
             info = file_info(e, dataset)
             study["elastic_files"][e["file"]] = info
             emit({"elastic_file": info})
@@ -433,7 +426,7 @@ def run_elastic(args, cfg, meta: dict, *, load_study, write_report) -> dict:
     meta["complete"] = wanted <= {(r["file"], r["method"]) for r in study["elastic_results"]}
     if meta["complete"]:
         emit({"complete": {"cells": len(study["elastic_results"])}})
-    files.write_json(out / "accuracy_elastic.json", study)
+    lab.write_json(out / "accuracy_elastic.json", study)
     write_report(study, out / "accuracy_elastic.md")
     return study
 
@@ -520,7 +513,7 @@ def elastic_figure(study: dict, case: str, output: str, maps_dirs: list[Path], f
         fig.suptitle(f"{case} ({output}): recovered G' = Re(mu), kPa, {where}; x, y in mm",
                      fontsize=9)  # fmt: skip
         fig.tight_layout()
-        path = files.prepare_dir(fig_dir) / f"accuracy_elastic_{case}_{output}.png"
+        path = lab.prepare_dir(fig_dir) / f"accuracy_elastic_{case}_{output}.png"
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)

@@ -3,10 +3,10 @@ and of curl-MDEV on the elastic fixture against sigma (voxels), clean and at -20
 
 For each sigma in ``--sigmas`` (and no smoothing) and each noise level, the median
 relative error of G' = Re(mu) over the mask, the Pearson R of G' and the contrast
-transfer of the largest target (region 2) (``helmholtz_pinn.assess.metrics.evaluate``), as
+transfer of the largest target (region 2) (``helmholtz_pinn.evaluate``), as
 mean and range over ``--seeds`` noise draws. Prints a Markdown table (recorded in
 docs/defaults.md, "Baseline smoothing widths") and, per method, the width the default rule picks
-(:func:`best`; the library's ``baselines.AHI_SIGMA`` and ``CURL_SIGMA``). CPU, seconds.
+(:func:`best`; the library's ``lab.AHI_SIGMA`` and ``lab.CURL_SIGMA``). CPU, seconds.
 
     python scripts/baseline_sigma.py [--seeds 0 1 2] [--sigmas 0.5 0.75 1 1.5 2 2.5 3]
 """
@@ -18,16 +18,15 @@ import dataclasses
 
 import numpy as np
 
-from helmholtz_pinn.assess import baselines, metrics
-from helmholtz_pinn.forward import phantoms
-from helmholtz_pinn.io import dataset as data
+import helmholtz_pinn as hp
+from helmholtz_pinn import lab
 
 NOISE = (None, -20.0)
 
 
 def score(mu, dataset) -> tuple[float, float, float]:
     """(median relative error of G', Pearson R of G', contrast transfer of region 2)."""
-    m = metrics.evaluate(mu, dataset)
+    m = hp.evaluate(mu, dataset)
     keys = ("median_rel_error_storage", "pearson_r_storage")
     values = [m[k] for k in keys] + [m["contrast_transfer"]["2"]]  # region 2: the largest
     return tuple(np.nan if v is None else v for v in values)
@@ -41,7 +40,7 @@ def sweep(name: str, clean, fn, sigmas, seeds) -> list[dict]:
             [clean]
             if noise_db is None
             else [
-                dataclasses.replace(clean, u=phantoms.add_noise(clean.u, noise_db, seed=s))
+                dataclasses.replace(clean, u=lab.add_noise(clean.u, noise_db, seed=s))
                 for s in seeds
             ]
         )
@@ -99,10 +98,10 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--sigmas", type=float, nargs="+", default=[0.5, 0.75, 1, 1.5, 2, 2.5, 3])
     args = p.parse_args(argv)
-    scalar = phantoms.simulate_phantom("four-target")
-    elastic = data.example("elastic-two-ellipse-slice")
-    rows = sweep("ahi", scalar, baselines.ahi, args.sigmas, args.seeds)
-    rows += sweep("curl-mdev", elastic, baselines.curl_mdev, args.sigmas, args.seeds)
+    scalar = hp.simulate_phantom("four-target")
+    elastic = hp.example("elastic-two-ellipse-slice")
+    rows = sweep("ahi", scalar, hp.baseline, args.sigmas, args.seeds)
+    rows += sweep("curl-mdev", elastic, hp.curl_mdev, args.sigmas, args.seeds)
     spacing_mm = {"ahi": scalar.spacing[0] * 1e3, "curl-mdev": elastic.spacing[0] * 1e3}
     print(table(rows, spacing_mm))
     for method in ("ahi", "curl-mdev"):

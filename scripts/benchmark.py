@@ -54,15 +54,15 @@ def setup(n: int, **overrides):
     points (device arrays); ``overrides`` change SEED_CONFIG's fields."""
     import jax
 
-    from helmholtz_pinn.config import Config
-    from helmholtz_pinn.pinn import train
+    import helmholtz_pinn as hp
+    from helmholtz_pinn import lab
 
-    cfg = Config(**{**SEED_CONFIG, **overrides}, batch_size=n)
-    spec = train.Spec.of(cfg, 2, 1, 1)
-    state = train.init_state(spec, 0, cfg.sigma_u, cfg.sigma_mu, cfg.learning_rate)
+    cfg = hp.Config(**{**SEED_CONFIG, **overrides}, batch_size=n)
+    spec = lab.Spec.of(cfg, 2, 1, 1)
+    state = lab.init_state(spec, 0, cfg.sigma_u, cfg.sigma_mu, cfg.learning_rate)
     x, u = workload(n)
     one = np.ones((1, 1), np.float32)
-    problem = train.Problem(
+    problem = lab.Problem(
         x,
         u[:, None, None],
         np.array([K_WAVE], np.float32),
@@ -79,43 +79,36 @@ def seed_loss(params, state, spec, problem):
     """The library's loss on every point, (loss, data, pde), with the seed's pde_weight."""
     import jax.numpy as jnp
 
-    from helmholtz_pinn.pinn import train
+    from helmholtz_pinn import lab
 
     every = jnp.ones(problem.x.shape[0], jnp.float32)
     batch = (problem.x, problem.u, every, every)
-    data, pde = train.loss_terms(params, state.consts, spec, problem, batch)
+    data, pde = lab.loss_terms(params, state.consts, spec, problem, batch)
     return jnp.stack([data + PDE_WEIGHT * pde, data, pde])
 
 
-@contextlib.contextmanager
 def layout(name: str):
     """Force evaluate_fields' network layout ("stacked"/"separate"; "auto" = library)."""
-    from helmholtz_pinn.pinn import model
+    from helmholtz_pinn import lab
 
-    saved = model.STACK_MAX_POINTS
-    model.STACK_MAX_POINTS = {"auto": saved, "stacked": 1 << 62, "separate": -1}[name]
-    try:
-        yield
-    finally:
-        model.STACK_MAX_POINTS = saved
+    return lab.network_layout(name)
 
 
 def auto_layout(n: int) -> str:
-    from helmholtz_pinn.pinn import model
+    from helmholtz_pinn import lab
 
-    return "stacked" if n <= model.STACK_MAX_POINTS else "separate"
+    return "stacked" if lab.stacks_points(n) else "separate"
 
 
 def compile_block(spec, state, problem, steps: int):
     """(compiled scan block, seconds to trace, lower and compile): a fresh jit, no reuse."""
     import jax
 
-    from helmholtz_pinn.fit import placement
-    from helmholtz_pinn.pinn import train
+    from helmholtz_pinn import lab
 
     t0 = time.perf_counter()
-    options = placement.compiler_options(spec)  # the library's GEMM choice by batch size
-    compiled = jax.jit(train.block_fn(spec, steps), compiler_options=options)
+    options = lab.compiler_options(spec)  # the library's GEMM choice by batch size
+    compiled = jax.jit(lab.block_fn(spec, steps), compiler_options=options)
     compiled = compiled.lower(state, problem).compile()
     return compiled, time.perf_counter() - t0
 
@@ -238,12 +231,12 @@ def laplacian_error(params, consts, precision: str | None, n: int = 2000) -> flo
     is float64 on the CPU, the tested value float32 on the default device."""
     import jax
 
-    from helmholtz_pinn.pinn.model import LAP, apply_jet
+    from helmholtz_pinn import lab
 
     x, _ = workload(n, seed=1)
 
     def lap(p, c, pts):
-        return apply_jet(p, c, pts, "tanh", LAP, SEED_CONFIG["depth"])[3, :, :]
+        return lab.apply_jet(p, c, pts, "tanh", lab.LAP, SEED_CONFIG["depth"])[3, :, :]
 
     ctx = jax.default_matmul_precision(precision) if precision else contextlib.nullcontext()
     with ctx:
@@ -260,16 +253,16 @@ def laplacian_error(params, consts, precision: str | None, n: int = 2000) -> flo
 def run_jax(args) -> None:
     import jax
 
-    from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
-    from helmholtz_pinn.pinn import model
+    import helmholtz_pinn as hp
+    from helmholtz_pinn import lab
 
     out = Path(args.out)
     cache = Path(args.cache_dir or out / "jax_cache")
     shutil.rmtree(cache, ignore_errors=True)
-    enable_compilation_cache(cache)  # empty: the first compile of each block is cold
+    hp.enable_compilation_cache(cache)  # empty: the first compile of each block is cold
     dev = jax.devices()[0]
     rec = Recorder(out / "jax.jsonl", "jax", f"{dev.platform}:{dev.device_kind}")
-    rec("versions", 0, jax=jax.__version__, matmul_precision=str(model.matmul_precision()))
+    rec("versions", 0, jax=jax.__version__, matmul_precision=str(lab.matmul_precision()))
     saved = {}
     for n in args.sizes:
         saved.update(bench_size(args, rec, n))
@@ -282,7 +275,7 @@ def bench_size(args, rec, n: int) -> dict:
     """All JAX measurements at n points; returns the weights and the initial loss."""
     import jax
 
-    from helmholtz_pinn.pinn import model, train
+    from helmholtz_pinn import lab
 
     spec, state, problem = setup(n)
     saved = {
@@ -295,7 +288,7 @@ def bench_size(args, rec, n: int) -> dict:
     rec("loss", n, loss=float(loss[0]), data=float(loss[1]), pde=float(loss[2]))
 
     depth = SEED_CONFIG["depth"]
-    fwd = jax.jit(lambda p, c, x: model.apply_jet(p, c, x, "tanh", model.VALUE, depth))
+    fwd = jax.jit(lambda p, c, x: lab.apply_jet(p, c, x, "tanh", lab.VALUE, depth))
     pu, cu = state.params["u"], state.consts["u"]
     med, lo = repeat(
         lambda: jax.block_until_ready([fwd(pu, cu, problem.x) for _ in range(100)]), args.reps, 100
@@ -331,7 +324,7 @@ def bench_size(args, rec, n: int) -> dict:
         rec("memory", n, layout=name, auto=auto, bytes=memory_bytes(compiled))
         time_block(compiled, layout=name, auto=auto, precision="highest")
 
-    step = jax.jit(train.train_step, static_argnums=2)
+    step = jax.jit(lab.train_step, static_argnums=2)
 
     def dispatch():
         for _ in range(args.dispatch_steps):
@@ -365,11 +358,11 @@ def breakdown(rec, spec, state, problem, reps: int) -> None:
     import jax
     import jax.numpy as jnp
 
-    from helmholtz_pinn.pinn import train
+    from helmholtz_pinn import lab
 
     n = problem.x.shape[0]
     fields = jax.jit(
-        lambda p: train.evaluate_fields(p, state.consts, spec, problem.x, problem.omega_ratio).lap_u
+        lambda p: lab.evaluate_fields(p, state.consts, spec, problem.x, problem.omega_ratio).lap_u
     )
 
     def loss(p):

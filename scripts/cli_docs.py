@@ -157,7 +157,7 @@ def _help(*args: str) -> str:
 
 def subcommands() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from helmholtz_pinn.cli.parser import build_parser
+    from helmholtz_pinn.lab import build_parser
 
     parser = build_parser()
     action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -175,16 +175,21 @@ def render() -> str:
     return "\n".join(parts)
 
 
-def main() -> int:
-    text = render()
+def write_or_check(target: Path, text: str, script: str) -> int:
+    """Write ``text`` to ``target``; with ``--check`` only compare (exit status 1 when
+    they differ). ``script`` is the generator, named in the message."""
     if "--check" in sys.argv[1:]:
-        if not TARGET.exists() or TARGET.read_text() != text:
-            print(f"{TARGET.relative_to(ROOT)} is out of date: run python scripts/cli_docs.py")
+        if not target.exists() or target.read_text() != text:
+            print(f"{target.relative_to(ROOT)} is out of date: run python scripts/{script}")
             return 1
         return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET.relative_to(ROOT)}")
+    target.write_text(text)
+    print(f"wrote {target.relative_to(ROOT)}")
     return 0
+
+
+def main() -> int:
+    return write_or_check(TARGET, render(), "cli_docs.py")
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ import json
 import time
 from pathlib import Path
 
-from helmholtz_pinn.forward.elastic import middle_slice, shared_noise, simulate_elastic
-from helmholtz_pinn.io.dataset import load, save
+from helmholtz_pinn import load, save, simulate_elastic
+from helmholtz_pinn.lab import middle_slice, shared_noise
 
 # name -> (set, simulate_elastic keywords, [(noise_db, seed), ...]); None = clean
 HELD_OUT_NOISE = [(None, 0)] + [(db, s) for db in (-30.0, -20.0, -10.0) for s in (1, 2)]

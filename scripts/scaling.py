@@ -134,10 +134,10 @@ def base_config(args):
     the agreement fits' length) and of the agreement fits. The PDE form is "hetero" for
     slices and volumes alike (the program of docs/scaling.md's measurements; "auto"
     would pick "navier" for the 3-component volumes)."""
-    from helmholtz_pinn.config import Config
+    import helmholtz_pinn as hp
 
     net = QUICK_NET if args.quick else {}
-    return Config(
+    return hp.Config(
         **net,
         batch_size=args.batch_size,
         sync_interval=args.sync_interval,
@@ -151,7 +151,7 @@ def base_config(args):
 
 def plane_waves(shape, frequencies, directions, h=1e-3, g=3000.0, eta=1.0):
     """u (F, C, *shape) complex64: exp(i k d_c . x), k^2 = rho omega^2 / (g + i omega eta)."""
-    from helmholtz_pinn.io.dataset import Dataset
+    import helmholtz_pinn as hp
 
     axes = np.meshgrid(*[np.arange(n, dtype=np.float32) * h for n in shape], indexing="ij")
     u = np.empty((len(frequencies), len(directions), *shape), np.complex64)
@@ -160,7 +160,7 @@ def plane_waves(shape, frequencies, directions, h=1e-3, g=3000.0, eta=1.0):
         k = np.sqrt(1000.0 * omega**2 / (g + 1j * omega * eta))
         for c, d in enumerate(directions):
             u[i, c] = np.exp(1j * k * sum(di * a for di, a in zip(d, axes, strict=True)))
-    return Dataset(u=u, frequency=np.asarray(frequencies), spacing=np.full(len(shape), h))
+    return hp.Dataset(u=u, frequency=np.asarray(frequencies), spacing=np.full(len(shape), h))
 
 
 def slice_datasets(args, s: int) -> list:
@@ -227,13 +227,13 @@ def plan_for(prep, devices, members: int):
     """``placement.plan`` as ``invert`` calls it for ``prep`` (one problem, or ``members``
     stacked ones of its size); ``devices`` an int, or None for 1 or all as suits the
     size. Raises DeviceMemoryError when the problem does not fit."""
-    from helmholtz_pinn.fit import memory, placement
+    from helmholtz_pinn import lab
 
     spec = prep.spec
-    return placement.plan(
+    return lab.plan(
         devices,
         rows=int(prep.problem.count),
-        per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        per_voxel=lab.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
         batch_size=spec.batch_size,
         members=members,
     )
@@ -243,23 +243,22 @@ def placed(preps, cfg, plan):
     """(compiled block, placed state, placed problem) of ``preps`` on ``plan``, as
     ``invert`` runs them: one problem, or one member per prepared dataset, every member
     from seed 0."""
-    from helmholtz_pinn.fit import placement
-    from helmholtz_pinn.pinn import train
+    from helmholtz_pinn import lab
 
     p = preps[0]
-    state = train.init_state(p.spec, 0, p.sigma_u, p.sigma_mu, cfg.learning_rate)
+    state = lab.init_state(p.spec, 0, p.sigma_u, p.sigma_mu, cfg.learning_rate)
     problem = p.problem
     if plan.members:
-        state = train.stack_trees([state] * plan.members)
-        problem = train.stack_trees([q.problem for q in preps])
-    block = placement.compile_block(p.spec, cfg.sync_interval, plan)
+        state = lab.stack_trees([state] * plan.members)
+        problem = lab.stack_trees([q.problem for q in preps])
+    block = lab.compile_block(p.spec, cfg.sync_interval, plan)
 
     def run(state, problem):
         """One block as the host loop runs it, the rate set first (the same input types:
         ``invert`` on this plan reuses the compiled program)."""
-        return block(train.set_learning_rate(state, cfg.learning_rate), problem)
+        return block(lab.set_learning_rate(state, cfg.learning_rate), problem)
 
-    return (run, *placement.place(state, problem, plan))
+    return (run, *lab.place(state, problem, plan))
 
 
 # --- slices ------------------------------------------------------------------------
@@ -268,7 +267,7 @@ def placed(preps, cfg, plan):
 def bench_slices(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn.pinn.problem import prepare, shared_settings
+    from helmholtz_pinn import lab
 
     cfg = base_config(args)
     host, timings, rows = {}, {}, []
@@ -277,8 +276,8 @@ def bench_slices(args, counts) -> list[dict]:
         if s not in host:
             host.clear()  # one stack at a time on the host
             datasets = slice_datasets(args, s)
-            shared = shared_settings(datasets, cfg)
-            host[s] = [prepare(d, shared) for d in datasets]
+            shared = lab.shared_settings(datasets, cfg)
+            host[s] = [lab.prepare(d, shared) for d in datasets]
         return host[s]
 
     for mode, size in scaled_runs(args.members, args.members_per_device):
@@ -319,7 +318,7 @@ def bench_slices(args, counts) -> list[dict]:
 def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
     """Timing of one volume (``prep`` with the global batch of the step) on ``plan``;
     returns (record fields, final state on the host)."""
-    from helmholtz_pinn.fit import placement
+    from helmholtz_pinn import lab
 
     count, d, batch = int(prep.problem.count), len(plan.devices), prep.spec.batch_size
     local = -(-batch // d)
@@ -337,24 +336,22 @@ def time_volume(args, prep, cfg, plan) -> tuple[dict, object]:
         "points_per_s": points / step_s,
         "compile_s": compile_s,
     }
-    return fields, placement.gather(state, plan)
+    return fields, lab.gather(state, plan)
 
 
 def bench_volumes(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn.errors import DeviceMemoryError
-    from helmholtz_pinn.fit import memory
-    from helmholtz_pinn.pinn import train
-    from helmholtz_pinn.pinn.problem import prepare
+    import helmholtz_pinn as hp
+    from helmholtz_pinn import lab
 
     cfg = base_config(args)
     rows = []
     for n_edge in args.volumes:
         ds = volume_dataset(args, n_edge)
-        prep = prepare(ds, cfg)
+        prep = lab.prepare(ds, cfg)
         voxels = n_edge**3
-        problem_bytes = voxels * memory.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
+        problem_bytes = voxels * lab.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
         size = {"grid": [n_edge] * 3, "voxels": voxels, "problem_mb": problem_bytes / 2**20}
         timings, predicted = {}, False
         for mode, b in scaled_runs(args.volume_batch, args.batch_per_device):
@@ -368,7 +365,7 @@ def bench_volumes(args, counts) -> list[dict]:
                 record = {"what": "volume", "mode": mode, **size, "batch": batch}
                 try:
                     plan = plan_for(sized, devices, 0)
-                except DeviceMemoryError as err:
+                except hp.DeviceMemoryError as err:
                     record.update(devices=d, error=str(err))
                     group.append(record)
                     rows.append(emit(args, record))
@@ -379,7 +376,7 @@ def bench_volumes(args, counts) -> list[dict]:
                     if not predicted:
                         predicted = True
                         t = time.perf_counter()
-                        train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
+                        lab.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
                         timings[key]["predict_s"] = time.perf_counter() - t
                     del state
                 record.update(timings[key])
@@ -414,7 +411,7 @@ def agreement(args, counts) -> list[dict]:
     across the devices) and a full-batch volume (data parallel); maps and losses compared."""
     import jax
 
-    from helmholtz_pinn.fit import inversion
+    import helmholtz_pinn as hp
 
     many = sorted({n or jax.device_count() for n in counts} - {1})
     if not many:
@@ -427,7 +424,7 @@ def agreement(args, counts) -> list[dict]:
 
         def run(d):
             t = time.perf_counter()
-            out = inversion.invert(data, cfg, devices=d, progress=False)
+            out = hp.invert(data, cfg, devices=d, progress=False)
             return (out if isinstance(out, list) else [out]), time.perf_counter() - t
 
         ref, ref_s = run(1)
@@ -570,9 +567,9 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from helmholtz_pinn.fit import placement
+    from helmholtz_pinn import lab
 
-    placement.initialize_distributed()
+    lab.initialize_distributed()
     counts = device_counts(args)
     rows = []
     if not args.skip_slices:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
+from helmholtz_pinn import lab
 
 
 def noise_label(noise_db: float | None) -> str:
@@ -33,17 +33,4 @@ def seconds(x) -> str:
 
 def emit(record: dict) -> None:
     """One JSON line on stdout, flushed (NaN becomes null, numpy scalars numbers)."""
-    print(json.dumps(jsonable(record)), flush=True)
-
-
-def jsonable(value):
-    """``value`` with numpy scalars as numbers and non-finite floats as None."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    print(json.dumps(lab.jsonable(record)), flush=True)

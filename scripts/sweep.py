@@ -12,9 +12,7 @@ import time
 
 import jax
 
-from helmholtz_pinn.assess import baselines, metrics
-from helmholtz_pinn.fit import inversion
-from helmholtz_pinn.forward import phantoms
+import helmholtz_pinn as hp
 
 
 def main() -> None:
@@ -26,17 +24,17 @@ def main() -> None:
     args = parser.parse_args()
     jax.config.update("jax_default_matmul_precision", "highest")
     t0 = time.perf_counter()
-    ds = phantoms.simulate_phantom(args.phantom, noise_db=args.noise_db)
+    ds = hp.simulate_phantom(args.phantom, noise_db=args.noise_db)
     print(json.dumps({"simulate_s": time.perf_counter() - t0, "device": str(jax.devices()[0])}))
     rows = []
     if args.ahi:
         for smoothing in ("none", "gaussian"):
-            m = metrics.evaluate(baselines.ahi(ds, smoothing=smoothing, sigma=2.0), ds)
+            m = hp.evaluate(hp.baseline(ds, smoothing=smoothing, sigma=2.0), ds)
             rows.append({"set": f"AHI {smoothing}", **_short(m), "wall_s": 0.0})
             print(json.dumps(rows[-1]))
     for text in args.set or ["{}"]:
         overrides = json.loads(text)
-        res = inversion.invert(ds, progress=False, **overrides)
+        res = hp.invert(ds, progress=False, **overrides)
         rows.append({"set": text, **_short(res.metrics), "wall_s": res.metrics["wall_time_s"]})
         print(json.dumps(rows[-1]), flush=True)
     print("| setting | median err | R | per-region median (Pa) | contrast | wall s |")

@@ -29,13 +29,11 @@ import numpy as np
 
 def _datasets(args):
     """(name, Dataset) for each file and ``--phantom``."""
-    from helmholtz_pinn.io import dataset as io
+    import helmholtz_pinn as hp
 
     for path in args.files:
-        yield Path(path).stem, io.load(path)
+        yield Path(path).stem, hp.load(path)
     for name in args.phantom or []:
-        import helmholtz_pinn as hp
-
         yield name, hp.simulate_phantom(name, noise_db=args.noise_db)
 
 
@@ -48,7 +46,7 @@ def _moved(mu, prev, mask) -> float | None:
 
 def curve(name: str, data, law: str, stops: list[int], overrides: dict, work: Path):
     """One JSON-ready row per stop of one law on one dataset (continued by checkpoint)."""
-    from helmholtz_pinn.fit.inversion import invert
+    from helmholtz_pinn import invert
 
     ckpt, prev, rows = work / name / law, None, []
     for stop in stops:

@@ -141,8 +141,15 @@ def curl_mdev(
     plane), exact only for in-plane propagation; a through-plane wave-vector component
     makes ``|Lap q|`` too small and ``|G*|`` too large. ``Lap q``, the smoothing and the
     MDEV sums over the three curl components and the frequencies are those of
-    :func:`ahi` (same arguments). The default smoothing (Gaussian, :data:`CURL_SIGMA`
-    voxels, measured) reflects that ``Lap q`` is a third derivative of the data.
+    :func:`ahi`. The default smoothing (Gaussian, :data:`CURL_SIGMA` voxels, measured)
+    reflects that ``Lap q`` is a third derivative of the data.
+
+    Args:
+      dataset: as for :func:`ahi`, with three components.
+      smoothing: as for :func:`ahi`; default "gaussian".
+      sigma: Gaussian width in voxels; default :data:`CURL_SIGMA`.
+      window, polyorder: as for :func:`ahi`.
+      per_frequency: as for :func:`ahi`.
 
     Returns:
       Complex shear modulus in Pa, shape ``grid`` (or ``(F, *grid)``), NaN outside the

@@ -18,6 +18,7 @@ import typing
 from pathlib import Path
 
 from helmholtz_pinn.config import Config, cpu_settings, field_help
+from helmholtz_pinn.io.readers import KINDS
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
@@ -356,9 +357,7 @@ def _convert_parser(sub) -> None:
         help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair",
     )
     conv.add_argument("--out", required=True, type=_npz, help="output .npz file")
-    conv.add_argument(
-        "--kind", default="auto", choices=["auto", "mat", "nifti", "nifti-complex", "nifti-polar"]
-    )
+    conv.add_argument("--kind", default="auto", choices=KINDS)
     conv.add_argument("--variable", help="MAT variable holding the wave field")
     conv.add_argument(
         "--axes",

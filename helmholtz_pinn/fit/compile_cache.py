@@ -22,12 +22,22 @@ def enable_compilation_cache(
     min_compile_time_s: float = 0.0,
     min_entry_size_bytes: int = 0,
 ) -> Path:
-    """Turn on JAX's persistent compilation cache in ``path`` (default
-    ~/.cache/helmholtz_pinn/jax) and return the directory.
+    """Turn on JAX's persistent compilation cache in ``path``.
 
     Every compilation taking at least ``min_compile_time_s`` seconds and at least
     ``min_entry_size_bytes`` bytes is stored (XLA's autotuning results too). Call it
     before the first compilation of the process.
+
+    Args:
+      path: the cache folder (created); None: ~/.cache/helmholtz_pinn/jax.
+      min_compile_time_s: seconds a compilation must take to be stored (>= 0).
+      min_entry_size_bytes: bytes a compiled program must have to be stored.
+
+    Returns:
+      The cache folder.
+
+    Raises:
+      InputError: ``min_compile_time_s`` is negative.
     """
     if min_compile_time_s < 0:
         raise InputError(f"min_compile_time_s must be >= 0; got {min_compile_time_s!r}")

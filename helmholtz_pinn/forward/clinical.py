@@ -569,12 +569,16 @@ def simulate_clinical(
     frequencies: Sequence[float] | None = None,
     precision: str = "double",
 ) -> Dataset:
-    """Simulate a 3-D MRE acquisition of a :class:`ClinicalCase` (a name in :data:`FAMILY`).
+    """Simulate a 3-D MRE acquisition of a :class:`ClinicalCase`.
 
-    ``frequencies`` (Hz) replace the case's; ``precision`` is that of
-    :func:`elastic.solve_system`. ``noise_db`` adds noise as :func:`elastic.shared_noise`
-    (one level for all components), relative to the mean power inside the organ, drawn from
-    ``seed`` (None: the case's).
+    Args:
+      case: a :class:`ClinicalCase`, or a name in :data:`FAMILY`.
+      noise_db: noise-to-signal power ratio in dB, one level for all components
+        (:func:`elastic.shared_noise`), relative to the mean power inside the organ;
+        None: clean.
+      seed: the noise's random seed; None: the case's.
+      frequencies: drive frequencies, Hz; None: the case's.
+      precision: "double" or "mixed", as for :func:`elastic.solve_system`.
 
     Returns:
       :class:`Dataset` with ``u`` complex64 ``(F, 3, nx, ny, nz)`` at the voxel centres

@@ -329,21 +329,36 @@ def simulate_elastic(
 ) -> Dataset:
     """Simulate a 3-D elastic MRE acquisition of a slab phantom (equation: module doc).
 
-    The box is ``shape * spacing`` m (default 80 x 100 x 10 mm), ``G' = background`` Pa
-    outside the ``layout`` inclusions (:data:`LAYOUTS` or a sequence of
-    :class:`Inclusion`), ``eta = viscosity`` Pa s everywhere. The ``y = 0`` face moves
-    rigidly with ``u = drive`` (x, y, z amplitudes, length unit of ``u``); the faces
-    ``x = 0, Lx`` and ``y = Ly`` are ``faces`` = "free" (traction-free) or "absorbing"
-    (dashpot, see :func:`assemble`); the z faces are ``z_faces`` = "free", "absorbing"
-    or "sliding" (``u_z = 0``, tangential traction free: a plane-strain-like bulk).
-    ``mesh_size`` (m) defaults to the shear wavelength ``sqrt(background / rho) / f_max``
-    divided by ``elements_per_wavelength`` (softer inclusions get fewer elements per
-    wavelength). ``precision``: "double", or "mixed" (complex64 factors refined to a
-    1e-10 residual, factors of half the size: :mod:`helmholtz_pinn.forward.fem_solve`). ``noise_db``
-    (see :func:`phantoms.add_noise`, ``seed``) is relative to
-    the mean power of all three components per frequency, so all components carry the
-    same absolute noise as in a scanner; ``output`` "slice" keeps the middle z-slice
-    (index ``nz // 2``), sampled from the same 3-D solution.
+    The box is ``shape * spacing`` m, ``G' = background`` Pa outside the inclusions,
+    ``eta = viscosity`` Pa s everywhere. The ``y = 0`` face moves rigidly with
+    ``u = drive``.
+
+    Args:
+      layout: a name of :data:`LAYOUTS`, or a sequence of :class:`Inclusion`.
+      frequencies: drive frequencies, Hz.
+      shape: voxels ``(nx, ny, nz)`` (default 80 x 100 x 10 mm at 1 mm).
+      spacing: voxel size, m (one value: cubic voxels).
+      lam: first Lame parameter, Pa (nearly incompressible tissue).
+      rho: density, kg/m^3.
+      background: storage modulus ``G'`` outside the inclusions, Pa.
+      viscosity: Voigt viscosity ``eta``, Pa s, everywhere.
+      drive: x, y, z amplitudes of the ``y = 0`` face (the length unit of ``u``).
+      faces: the faces ``x = 0, Lx`` and ``y = Ly``: "free" (traction-free) or
+        "absorbing" (dashpot, see :func:`assemble`).
+      z_faces: the z faces: "free", "absorbing" or "sliding" (``u_z = 0``, tangential
+        traction free: a plane-strain-like bulk).
+      mesh_size: element size, m; None: the shear wavelength
+        ``sqrt(background / rho) / f_max`` over ``elements_per_wavelength`` (softer
+        inclusions get fewer elements per wavelength).
+      elements_per_wavelength: see ``mesh_size``.
+      precision: "double", or "mixed" (complex64 factors refined to a 1e-10 residual,
+        factors of half the size: :mod:`helmholtz_pinn.forward.fem_solve`).
+      noise_db: noise-to-signal power ratio in dB (:func:`phantoms.add_noise`) relative
+        to the mean power of all three components per frequency, so all components
+        carry the same absolute noise as in a scanner; None: clean.
+      seed: the noise's random seed.
+      output: "volume", or "slice": the middle z-slice (index ``nz // 2``), sampled
+        from the same 3-D solution.
 
     Returns:
       :class:`Dataset` with ``u`` complex64 ``(F, 3, nx, ny, nz)`` or ``(F, 3, nx, ny)``,

@@ -254,7 +254,19 @@ PHANTOMS: dict[str, Callable[..., Phantom]] = {
 
 
 def make_phantom(name: str, **overrides) -> Phantom:
-    """Build the registered phantom ``name`` with keyword ``overrides`` of its defaults."""
+    """Build a registered phantom's tissue layout.
+
+    Args:
+      name: a key of :data:`PHANTOMS`.
+      **overrides: keyword arguments of its factory that replace the defaults (e.g.
+        ``shape``, ``spacing``).
+
+    Returns:
+      The :class:`Phantom` (moduli in Pa on the data voxel grid).
+
+    Raises:
+      InputError: unknown ``name``.
+    """
     if name not in PHANTOMS:
         raise InputError(f"unknown phantom {name!r}; valid names: {', '.join(PHANTOMS)}")
     return PHANTOMS[name](**overrides)
@@ -417,9 +429,24 @@ def simulate_phantom(
     nz: int | None = None,
     **overrides,
 ) -> Dataset:
-    """Simulate built-in phantom ``name`` (``overrides`` go to its factory) and add noise
-    at ``noise_db`` dB (see :func:`add_noise`); defaults: 60, 80, 100 Hz, 2 components,
-    2-D (``nz`` slices: a 3-D volume, see :func:`simulate`)."""
+    """Simulate a built-in phantom's MRE acquisition, with noise if asked.
+
+    The equation, the absorbing layer and the drives are those of
+    :func:`helmholtz_pinn.forward.phantoms.simulate`.
+
+    Args:
+      name: a key of :data:`PHANTOMS`.
+      noise_db: noise-to-signal power ratio in dB (:func:`add_noise`); None: clean.
+      seed: the noise's random seed.
+      frequencies: drive frequencies, Hz; None: 60, 80, 100.
+      components: displacement components (one solve each); None: 2.
+      nz: slices of a 3-D volume (the layout extruded along z); None: a 2-D slice.
+      **overrides: keyword arguments of the phantom's factory (:func:`make_phantom`).
+
+    Returns:
+      A :class:`~helmholtz_pinn.io.dataset.Dataset` with ``u`` ``(F, C, *grid)`` and
+      its ground truth ``mu`` (Pa) and ``regions``.
+    """
     phantom = make_phantom(name, **overrides)
     data = simulate(
         phantom,

@@ -31,7 +31,6 @@ drift besides the harmonic (:func:`~helmholtz_pinn.io.readers.phase_harmonic`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,7 +41,9 @@ from helmholtz_pinn.io import masks, presets
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.io.readers import (
     FREQUENCY_NAMES,
+    KINDS,
     PHASE_MODES,
+    READERS,
     SPACING_NAMES,
     grid_affine,
     metadata,
@@ -54,6 +55,7 @@ from helmholtz_pinn.io.readers import (
     read_nifti,
     read_nifti_affine,
     read_nifti_wave,
+    reader_for,
     unwrap_phase_series,
 )
 
@@ -61,6 +63,7 @@ __all__ = [
     "KINDS",
     "PHASE_MODES",
     "PRESETS",
+    "READERS",
     "SPACING_UNITS",
     "arrange",
     "convert",
@@ -75,12 +78,7 @@ __all__ = [
     "unwrap_phase_series",
 ]
 
-KINDS = ("auto", "mat", "nifti", "nifti-complex", "nifti-polar")
 SPACING_UNITS = {"m": 1.0, "mm": 1e-3}
-_PAIR_TOKENS = {
-    "nifti-complex": ({"real", "re"}, {"imag", "imaginary", "im"}),
-    "nifti-polar": ({"mag", "magnitude", "abs", "amp"}, {"phase", "pha", "ph"}),
-}
 _PLAUSIBLE_SPACING_M = (1e-5, 0.05)
 PRESETS = presets.PRESETS
 
@@ -103,8 +101,10 @@ def convert(
     Args:
       inputs: one ``.mat``/``.h5`` file; one NIfTI file; or two NIfTI files
         (real, imaginary) or (magnitude, phase in radians).
-      kind: "auto" (by extension; for NIfTI pairs by the words real/imag or
-        mag/phase in the file names), "mat", "nifti", "nifti-complex" or "nifti-polar".
+      kind: a reader of :data:`~helmholtz_pinn.io.readers.READERS` ("mat", "nifti",
+        "nifti-complex", "nifti-polar"), or "auto": the reader that recognises the
+        files (by extension; for NIfTI pairs by the words real/imag or mag/phase in
+        the file names).
       variable: name of the wave-field variable in a ``.mat`` file (needed only when
         several arrays qualify; struct fields are named ``struct.field``).
       axes: layout of the wave array, e.g. "xyzcf" or "fctzxy" (see module doc).
@@ -135,6 +135,10 @@ def convert(
 
     A NIfTI input sets the dataset's ``affine`` (:func:`grid_affine`: the header's, in
     mm, for the grid axes); a MATLAB input has none.
+
+    Returns:
+      The validated :class:`Dataset`: ``u`` ``(F, C, *grid)``, ``frequency`` Hz,
+      ``spacing`` m, the mask and (NIfTI) the affine.
 
     Raises:
       DatasetError: unreadable input, unknown or ambiguous layout, missing frequency
@@ -343,23 +347,7 @@ def _squeeze_single_slice(u: np.ndarray, spacing: np.ndarray) -> tuple[np.ndarra
 def _resolve_kind(paths: list[Path], kind: str) -> str:
     if kind not in KINDS:
         raise DatasetError(f"kind must be one of {KINDS}; got {kind!r}")
-    if kind != "auto":
-        return kind
-    names = [p.name.lower() for p in paths]
-    if len(paths) == 1 and names[0].endswith((".mat", ".h5", ".hdf5")):
-        return "mat"
-    if all(n.endswith((".nii", ".nii.gz")) for n in names):
-        if len(paths) == 1:
-            return "nifti"
-        tokens = [set(re.split(r"[^a-z]+", n)) for n in names]
-        for pair_kind, (first, second) in _PAIR_TOKENS.items():
-            if len(paths) == 2 and tokens[0] & first and tokens[1] & second:
-                return pair_kind
-    raise DatasetError(
-        f"cannot tell the input kind of {[str(p) for p in paths]}: pass kind='mat', "
-        "'nifti', 'nifti-complex' (real, imag files) or 'nifti-polar' (magnitude, "
-        "phase files)"
-    )
+    return kind if kind != "auto" else reader_for(paths).kind
 
 
 def _resolve_frequency(

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from helmholtz_pinn.errors import DatasetError, OutputError
+from helmholtz_pinn.io.readers import SUFFIXES as _CONVERTIBLE  # what convert reads
 from helmholtz_pinn.io.validation import (
     check_affine,
     check_mask,
@@ -35,7 +36,6 @@ from helmholtz_pinn.io.validation import (
 
 REQUIRED_KEYS = ("u", "frequency", "spacing")
 OPTIONAL_KEYS = ("mask", "mu", "regions", "rho", "affine")
-_CONVERTIBLE = (".mat", ".nii", ".nii.gz", ".h5", ".hdf5")
 # What np.load / NpzFile raise on damaged files (bad zip structure, bad .npy header,
 # unsupported compression flags, short reads).
 _UNREADABLE = (
@@ -111,18 +111,22 @@ class Dataset:
 
     @property
     def grid(self) -> tuple[int, ...]:
+        """The grid's shape ``(nx, ny)`` or ``(nx, ny, nz)``, voxels."""
         return tuple(self.u.shape[2:])
 
     @property
     def ndim(self) -> int:
+        """Spatial dimensions, 2 or 3."""
         return self.u.ndim - 2
 
     @property
     def n_freq(self) -> int:
+        """Frequencies F."""
         return self.u.shape[0]
 
     @property
     def n_comp(self) -> int:
+        """Displacement components C."""
         return self.u.shape[1]
 
 
@@ -178,11 +182,17 @@ def _corrupt(path: Path, key: str, exc: Exception) -> DatasetError:
 
 
 def load(path: str | Path) -> Dataset:
-    """Read and validate a dataset ``.npz`` (keys as in ``shared/data-format.md``).
+    """Read and validate a dataset ``.npz`` (keys as in ``docs/data-format.md``).
 
     A bare 2-D complex ``u`` is taken as F = C = 1 when ``spacing`` has length 2. A
     3-D ``u`` is ambiguous (a 3-D grid or a 2-D grid with components) and is refused.
     Keys other than the documented ones are ignored.
+
+    Args:
+      path: the ``.npz`` file (scanner files: :func:`~helmholtz_pinn.io.convert.convert`).
+
+    Returns:
+      The validated :class:`Dataset`.
 
     Raises:
       DatasetError: missing/unreadable file, unsupported extension, missing key,
@@ -235,8 +245,18 @@ EXAMPLES = {  # name -> what it is; the files are in helmholtz_pinn/examples/<na
 
 
 def example(name: str) -> Dataset:
-    """A stored example dataset of :data:`EXAMPLES` (data the PINN's own model did not
-    make, ready in a second instead of the minutes its simulation takes)."""
+    """A stored example dataset (data the PINN's own model did not make, ready in a
+    second instead of the minutes its simulation takes).
+
+    Args:
+      name: a key of :data:`EXAMPLES`, e.g. "elastic-two-ellipse-slice".
+
+    Returns:
+      The :class:`Dataset`, with its ground truth.
+
+    Raises:
+      DatasetError: unknown ``name``.
+    """
     if name not in EXAMPLES:
         raise DatasetError(f"unknown example {name!r}; valid names: {', '.join(EXAMPLES)}")
     return load(Path(__file__).parents[1] / "examples" / f"{name}.npz")
@@ -262,13 +282,22 @@ def _expand_bare_u(u: np.ndarray, spacing: np.ndarray) -> np.ndarray:
 
 
 def save(dataset: Dataset, path: str | Path) -> Path:
-    """Write ``dataset`` to ``path`` (must end in ``.npz``); returns the path.
+    """Write ``dataset`` to a ``.npz`` file.
 
     Writes exactly the contract keys; ``mu``, ``regions`` and ``affine`` are omitted
-    when None.
-    ``load(save(d, p))`` reproduces every field (values and dtypes) exactly. The file is
-    written beside and renamed into place; a failed write (a full disk) raises
-    OutputError and leaves ``path`` as it was.
+    when None. ``load(save(d, p))`` reproduces every field (values and dtypes) exactly.
+    The file is written beside and renamed into place.
+
+    Args:
+      dataset: the :class:`Dataset` to write.
+      path: the file; must end in ``.npz``.
+
+    Returns:
+      ``path``.
+
+    Raises:
+      DatasetError: ``path`` does not end in ``.npz``.
+      OutputError: the write failed (a full disk); ``path`` is left as it was.
     """
     path = Path(path)
     if not path.name.lower().endswith(".npz"):

@@ -1,4 +1,9 @@
-"""Readers of scanner files: MATLAB ``.mat`` and NIfTI, as plain arrays.
+"""Readers of scanner files: MATLAB ``.mat`` and NIfTI, as plain arrays, and their registry.
+
+:data:`READERS` declares each input format once (:class:`Reader`: its ``kind``, the file
+endings it reads, how many files make one input and, for a pair, the words that tell
+its files apart); :func:`helmholtz_pinn.io.convert.convert`'s ``kind``, the dataset
+loader's hint and the command line's ``convert --kind`` choices are derived from it.
 
 - MATLAB ``.mat`` (v5 and v7.3/HDF5, read by ``pymatreader``): :func:`read_mat` returns
   the numeric variables in MATLAB's axis order, struct fields as ``struct.field`` and
@@ -22,20 +27,88 @@ from __future__ import annotations
 import re
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
-import h5py
 import numpy as np
-from scipy.io.matlab import MatReadError
 
 from helmholtz_pinn.errors import DatasetError, MissingDependencyError
+
+
+class Reader(NamedTuple):
+    """One input format of ``convert``.
+
+    Attributes:
+      kind: its name in ``convert(kind=...)`` and ``helmholtz-pinn convert --kind``.
+      suffixes: the file name endings it reads (lower case).
+      files: how many files make one input (a NIfTI pair: 2).
+      words: for a pair, the words (split at non-letters) that mark the first and the
+        second file's name, by which ``kind="auto"`` recognises it; () for one file.
+      pair: how an error message names the pair's files, e.g. "real, imag files".
+    """
+
+    kind: str
+    suffixes: tuple[str, ...]
+    files: int = 1
+    words: tuple[frozenset[str], ...] = ()
+    pair: str = ""
+
+
+_NIFTI = (".nii", ".nii.gz")
+READERS = {
+    r.kind: r
+    for r in (
+        Reader("mat", (".mat", ".h5", ".hdf5")),
+        Reader("nifti", _NIFTI),
+        Reader(
+            "nifti-complex",
+            _NIFTI,
+            2,
+            (frozenset({"real", "re"}), frozenset({"imag", "imaginary", "im"})),
+            "real, imag files",
+        ),
+        Reader(
+            "nifti-polar",
+            _NIFTI,
+            2,
+            (frozenset({"mag", "magnitude", "abs", "amp"}), frozenset({"phase", "pha", "ph"})),
+            "magnitude, phase files",
+        ),
+    )
+}
+KINDS = ("auto", *READERS)  # "auto": the reader that recognises the files (reader_for)
+SUFFIXES = tuple(dict.fromkeys(s for r in READERS.values() for s in r.suffixes))
+
+
+def reader_for(paths: list[Path]) -> Reader:
+    """The first reader of :data:`READERS` that takes ``paths``: as many files, every
+    name ending in one of its suffixes and, for a pair, each name holding its words.
+
+    Raises:
+      DatasetError: no reader recognises the files; the message lists the kinds.
+    """
+    names = [p.name.lower() for p in paths]
+    words = [set(re.split(r"[^a-z]+", n)) for n in names]
+    for reader in READERS.values():
+        if (
+            len(paths) == reader.files
+            and all(n.endswith(reader.suffixes) for n in names)
+            and all(w & marks for w, marks in zip(words, reader.words, strict=False))
+        ):
+            return reader
+    kinds = [f"'{r.kind}'" + (f" ({r.pair})" if r.pair else "") for r in READERS.values()]
+    raise DatasetError(
+        f"cannot tell the input kind of {[str(p) for p in paths]}: pass kind="
+        f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+    )
+
 
 PHASE_MODES = ("auto", "time", "space", "unwrapped")
 # Beyond this |phase| (about 16 cycles) values are taken for degrees or scanner units.
 _MAX_PHASE_RAD = 100.0
 _NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6, "unknown": 1e-3}
-# What pymatreader (scipy.io.loadmat, h5py) raises on damaged or foreign files.
+# What pymatreader (scipy.io.loadmat, h5py) raises on damaged or foreign files, besides
+# scipy's MatReadError (imported with pymatreader: only MATLAB input needs scipy).
 _UNREADABLE_MAT = (
-    MatReadError,
     ValueError,
     TypeError,
     OSError,
@@ -61,11 +134,12 @@ def read_mat(path: str | Path) -> dict[str, np.ndarray]:
     if not path.is_file():
         raise DatasetError(f"no such file: {path}")
     import pymatreader  # imported here: only MATLAB input needs it
+    from scipy.io.matlab import MatReadError
 
     try:
         shapes = {name: shape for name, shape, _ in pymatreader.whosmat(path)}
         raw = pymatreader.read_mat(path)
-    except _UNREADABLE_MAT as exc:
+    except (MatReadError, *_UNREADABLE_MAT) as exc:
         raise DatasetError(
             f"{path} is not a readable MATLAB .mat file{_mat_hint(path)}: {exc}"
         ) from exc
@@ -83,6 +157,8 @@ def _mat_hint(path: Path) -> str:
     """Why a file pymatreader cannot read may be so: a MATLAB header (v5, v7.3) over a
     body that does not parse is a truncated or corrupt file; HDF5 without that header
     was not saved by MATLAB."""
+    import h5py
+
     with open(path, "rb") as f:
         head = f.read(116)
     if head.startswith(b"MATLAB"):

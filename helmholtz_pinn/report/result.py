@@ -70,12 +70,23 @@ class Result:
         (:func:`helmholtz_pinn.report.files.staged`): a failed write leaves the earlier
         result whole.
 
-        ``nifti=True`` also writes the clinical maps of :mod:`helmholtz_pinn.assess.clinical`
-        (G', G'', |G*|, phi, c, a, a/omega) as ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz``
-        and the mask as ``OUT/maps/mask.nii.gz``, with the dataset's voxel size in mm
-        and the orientation and origin of ``affine`` (4x4, mm), by default the dataset's
-        (``Dataset.affine``: set by :func:`helmholtz_pinn.io.convert.convert` from a NIfTI
-        input), else a diagonal one (:func:`helmholtz_pinn.report.files.nifti_affine`).
+        Args:
+          out: the output folder (created).
+          nifti: also write the clinical maps of :mod:`helmholtz_pinn.assess.clinical`
+            (G', G'', |G*|, phi, c, a, a/omega) as
+            ``OUT/maps/<quantity>_<unit>_<f>Hz.nii.gz`` and the mask as
+            ``OUT/maps/mask.nii.gz``, with the dataset's voxel size in mm.
+          affine: the NIfTI maps' orientation and origin (4x4, mm); None: the dataset's
+            (``Dataset.affine``: set by :func:`helmholtz_pinn.io.convert.convert` from a
+            NIfTI input), else a diagonal one
+            (:func:`helmholtz_pinn.report.files.nifti_affine`).
+
+        Returns:
+          ``out``.
+
+        Raises:
+          InputError: ``nifti=True`` on a Result without its dataset.
+          OutputError: ``out`` cannot be created or written.
         """
         from helmholtz_pinn.errors import InputError
         from helmholtz_pinn.report import files
@@ -119,7 +130,11 @@ class Result:
             files.write_nifti_maps(out, maps, data.spacing, affine=affine)
 
     def plot(self):
-        """The modulus figure (recovered, truth and error when known)."""
+        """The modulus figure (recovered, truth and error when known).
+
+        Returns:
+          A matplotlib ``Figure``.
+        """
         from helmholtz_pinn.report import figures
 
         return figures.modulus_figure(self.mu, self.dataset)

@@ -389,7 +389,7 @@ def test_elastic_failures_are_recorded(script, monkeypatch):
     def diverge(*args, **kwargs):
         raise errors.DivergenceError("loss diverged at step 100")
 
-    monkeypatch.setattr(script.elastic.inversion, "invert", diverge)
+    monkeypatch.setattr(script.elastic.hp, "invert", diverge)
     ((facts, mu),) = script.elastic.run_pinn("pinn-hetero", [d], None)
     assert mu is None and facts["error"] == "DivergenceError: loss diverged at step 100"
 
@@ -448,7 +448,7 @@ def test_elastic_targets_against_known_answers(script):
 
 def test_elastic_methods_are_what_the_command_line_names(script):
     """--methods alone runs only those methods; --pde adds its forms; neither runs all."""
-    methods_of, names = script.elastic.methods_of, script.elastic.forms.names()
+    methods_of, names = script.elastic.methods_of, script.elastic.lab.pde_forms()
     assert methods_of(None, ["curl-mdev", "ahi"]) == ["curl-mdev", "ahi"]
     assert methods_of(["navier"], ["pinn-auto"]) == ["pinn-navier", "pinn-auto"]
     every = methods_of(None, None)

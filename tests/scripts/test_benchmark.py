@@ -201,28 +201,3 @@ def test_precision_defaults_to_highest_and_follows_the_jax_setting():
     assert model.matmul_precision() in (None, jax.lax.Precision.HIGHEST)
     with jax.default_matmul_precision("tensorfloat32"):
         assert model.matmul_precision() is None  # defers to jax's setting
-
-
-def test_profile_step_sums_gpu_kernels_by_name_and_ignores_other_lines():
-    """profile_step.kernel_table on a hand-written trace: two GEMM launches and one fusion
-    on a GPU stream are summed by name; the 'XLA Ops' line and host planes are not kernels."""
-    import profile_step
-    from jax.profiler import ProfileData
-
-    trace = ProfileData.from_text_proto("""
-      planes { id: 1 name: "/device:GPU:0"
-        lines { id: 1 name: "Stream #1(compute)" timestamp_ns: 1000
-          events { metadata_id: 1 offset_ps: 0 duration_ps: 3000000 }
-          events { metadata_id: 2 offset_ps: 4000000 duration_ps: 1000000 }
-          events { metadata_id: 1 offset_ps: 6000000 duration_ps: 3000000 } }
-        lines { id: 2 name: "XLA Ops" timestamp_ns: 1000
-          events { metadata_id: 2 offset_ps: 0 duration_ps: 99000000 } }
-        event_metadata { key: 1 value { id: 1 name: "sm80_xmma_gemm_f32f32" } }
-        event_metadata { key: 2 value { id: 2 name: "loop_add_fusion" } } }
-      planes { id: 2 name: "/host:CPU"
-        lines { id: 1 name: "Stream #9" events { metadata_id: 1 offset_ps: 0 duration_ps: 5000 } }
-        event_metadata { key: 1 value { id: 1 name: "host_thing" } } }""")
-    table, span = profile_step.kernel_table(trace)
-    assert table == {"sm80_xmma_gemm_f32f32": [6000.0, 2], "loop_add_fusion": [1000.0, 1]}
-    assert span == 9000.0  # first start 1000 ns, last end 10 000 ns
-    assert [bool(profile_step.GEMM.search(k)) for k in table] == [True, False]
