@@ -136,8 +136,8 @@ def run_cohort(
             run = _in_process if len(groups) == 1 else _in_workers
             run(todo, paths, outs, cfg, options, cache_dir, groups, records, view)
     except (Interrupted, KeyboardInterrupt) as err:
-        rows = _write_table(root / table_name(shard), paths, outs, mine, records)
-        done = sum(r["status"] != "pending" for r in rows)
+        _write_table(root / table_name(shard), paths, outs, mine, records)
+        done = sum(k in records for k in mine)
         raise Interrupted(
             f"cohort stopped ({getattr(err, 'signal_name', 'SIGINT')}) with {done} of "
             f"{len(mine)} files done; {root / table_name(shard)} lists them: run the same "
