@@ -125,7 +125,7 @@ def run_cohort(
     mine = shard_files(len(paths), shard)
     options = dict(nifti=nifti, force=force, drop=drop_empty_components, checkpoints=checkpoints)
     view = _Progress(paths, mine, progress, on_file)
-    records = {k: _skipped(outs[k]) for k in mine if _finished(outs[k])}
+    records = {k: _skipped() for k in mine if _finished(outs[k])}
     for k in records:
         view.ended(k, records[k])
     todo = [k for k in mine if k not in records]
@@ -150,7 +150,8 @@ def run_cohort(
 
 
 def _finished(out: Path) -> bool:
-    """Whether ``out`` holds a whole result (a stopped swap is finished first)."""
+    """Whether ``out`` holds a whole result: ``metrics.json`` and no stopped result write
+    (which the file's fit finishes or removes, holding its folder)."""
     if not out.is_dir():
         return False
     if (out / files.STAGE).is_dir():
@@ -158,14 +159,14 @@ def _finished(out: Path) -> bool:
     return (out / files.LAST).is_file()
 
 
-def _skipped(out: Path) -> dict:
+def _skipped() -> dict:
     return {"status": "skipped", "error": "", "worker": "", "file_time_s": None}
 
 
 # --- fitting one file (in this process or a worker) -----------------------------------
 
 
-def fit_file(path: Path, out: Path, cfg: Config, options: dict) -> dict:
+def _fit_file(path: Path, out: Path, cfg: Config, options: dict) -> dict:
     """Fit one file into ``out`` with :func:`helmholtz_pinn.invert` and save it: a record
     (status ``ok``; ``skipped`` when ``out`` was finished meanwhile; ``failed`` with the
     error's first line, also written as ``out/failure.json`` when the folder was held)."""
@@ -182,7 +183,7 @@ def fit_file(path: Path, out: Path, cfg: Config, options: dict) -> dict:
         for note in files.finish_swaps(out):
             print(f"note: {note}", file=sys.stderr)
         if (out / files.LAST).is_file():
-            return _skipped(out)
+            return _skipped()
         with warnings.catch_warnings():  # the table and metrics.json name the checks
             warnings.simplefilter("ignore", FitQualityWarning)
             _fit_and_save(path, out, cfg, options)
@@ -232,7 +233,7 @@ def _in_process(todo, paths, outs, cfg, options, cache_dir, groups, records, vie
         enable_compilation_cache(cache_dir)
     for k in todo:
         view.began(k, 0)
-        records[k] = dict(fit_file(paths[k], outs[k], cfg, options), worker=0)
+        records[k] = dict(_fit_file(paths[k], outs[k], cfg, options), worker=0)
         view.ended(k, records[k])
 
 
@@ -328,7 +329,7 @@ def _worker(w, env, jobs, done, cfg, options, cache_dir, parent) -> None:
         while os.getppid() == parent and (job := jobs.get()) is not None:
             k, path, out = job
             done.put(("began", w, k, None))
-            done.put(("ended", w, k, fit_file(Path(path), Path(out), cfg, options)))
+            done.put(("ended", w, k, _fit_file(Path(path), Path(out), cfg, options)))
 
 
 def _pinned(group: dict) -> dict:
@@ -347,7 +348,7 @@ def _device_groups(workers: int | None, n_files: int) -> list[dict]:
     one group (``ids`` empty: this process's own devices) for one worker."""
     if workers == 1 or n_files == 1:
         return [{"platform": None, "ids": []}]
-    platform, count = local_devices()
+    platform, count = _local_devices()
     n = min(workers or count, n_files)
     if n > 1 and platform not in ("cpu", "gpu"):
         raise ConfigError(
@@ -379,7 +380,7 @@ def _visible_ids(platform: str, count: int) -> list:
 _PROBE = "import json, jax; print(json.dumps([jax.default_backend(), jax.local_device_count()]))"
 
 
-def local_devices() -> tuple[str, int]:
+def _local_devices() -> tuple[str, int]:
     """(platform, count) of the local devices that JAX sees, asked in a separate process
     so that this one holds no device memory while workers fit."""
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
@@ -440,7 +441,7 @@ def _write_table(path: Path, paths, outs, mine, records) -> list[dict]:
     rows = []
     for k in mine:
         record = records.get(k) or {"status": "pending", "error": "not fitted: the run stopped"}
-        rows += file_rows(paths[k], outs[k], record)
+        rows += _file_rows(paths[k], outs[k], record)
     tmp = path.with_suffix(".csv.tmp")
     try:
         with tmp.open("w", newline="") as fh:
@@ -453,7 +454,7 @@ def _write_table(path: Path, paths, outs, mine, records) -> list[dict]:
     return rows
 
 
-def file_rows(path: Path, out: Path, record: dict) -> list[dict]:
+def _file_rows(path: Path, out: Path, record: dict) -> list[dict]:
     """The table rows of one file (:data:`COLUMNS`): one per frequency of its
     ``metrics.json`` when it holds a result, else one."""
     seconds = record.get("file_time_s")
