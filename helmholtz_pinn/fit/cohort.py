@@ -291,18 +291,30 @@ def _in_workers(todo, paths, outs, cfg, options, cache_dir, groups, records, vie
                 for k in todo:
                     if k not in records:
                         _fail(k, "not fitted: every worker process ended", "", records, view)
-    except BaseException as err:  # the signal passed on: each fit ends its block, checkpoints
-        stop = signal.SIGTERM if getattr(err, "signal_name", "") == "SIGTERM" else signal.SIGINT
-        for p in procs:
-            if p.is_alive():
-                with contextlib.suppress(OSError):
-                    os.kill(p.pid, stop)
+    except BaseException as err:
+        _pass_on(err, procs)
         raise
     finally:
         for p in procs:
             p.join(timeout=60)
             if p.is_alive():
                 p.kill()
+
+
+def _pass_on(err: BaseException, procs) -> None:
+    """Pass the signal that stopped this process on to the workers, so that each fit ends
+    its block and writes its checkpoint: SIGINT at once (the workers are in their own
+    process group, out of reach of the terminal's Ctrl-C); SIGTERM to those still running
+    after 10 s (Slurm signals every process, and a second SIGTERM ends a fit at once)."""
+    term = getattr(err, "signal_name", "") == "SIGTERM"
+    if term:
+        deadline = time.perf_counter() + 10.0
+        for p in procs:
+            p.join(timeout=max(0.0, deadline - time.perf_counter()))
+    for p in procs:
+        if p.is_alive():
+            with contextlib.suppress(OSError):
+                os.kill(p.pid, signal.SIGTERM if term else signal.SIGINT)
 
 
 def _fail(k: int, line: str, worker, records: dict, view) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import jax
-
 from helmholtz_pinn.errors import InputError
 
 DEFAULT_DIR = Path("~/.cache/helmholtz_pinn/jax")
@@ -29,6 +27,8 @@ def enable_compilation_cache(
     ``min_entry_size_bytes`` bytes is stored (XLA's autotuning results too). Call it
     before the first compilation of the process.
     """
+    import jax  # here: DEFAULT_DIR is read by commands that start no JAX themselves
+
     if min_compile_time_s < 0:
         raise InputError(f"min_compile_time_s must be >= 0; got {min_compile_time_s!r}")
     directory = Path(path if path is not None else DEFAULT_DIR).expanduser()
