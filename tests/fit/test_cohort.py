@@ -20,7 +20,7 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.cli import commands, parser
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import Interrupted
+from helmholtz_pinn.errors import ConfigError, Interrupted
 from helmholtz_pinn.fit import cohort, inversion
 from helmholtz_pinn.io import dataset as datasets
 
@@ -169,6 +169,28 @@ def test_the_command_calls_run_cohort_and_exits_1_when_a_file_failed(monkeypatch
     assert got["inputs"] == [Path("x.npz"), Path("y.npz")] and got["out_root"] == tmp_path
     assert got["config"] == Config().replace(steps=7, seed=4)
     assert (got["shard"], got["workers"], got["checkpoints"]) == ((1, 3), 2, True)
+
+
+@pytest.mark.parametrize(
+    "workers, files, pins",
+    [
+        (None, 8, ["4", "5", "6", "7"]),  # one worker per GPU
+        (2, 8, ["4,5", "6,7"]),  # each worker its share
+        (None, 3, ["4", "5", "6,7"]),  # never more workers than files: near-equal shares
+        (None, 1, [None]),  # one file: fitted in this process, nothing pinned
+    ],
+)
+def test_each_gpu_worker_is_pinned_to_its_own_gpus(monkeypatch, workers, files, pins):
+    """Under CUDA_VISIBLE_DEVICES=4,5,6,7 (4 GPUs), the worker pins name those GPUs."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    monkeypatch.setattr(cohort, "_local_devices", lambda: ("gpu", 4))
+    groups = cohort._device_groups(workers, files)
+    if pins == [None]:
+        assert groups == [{"platform": None, "ids": []}]
+        return
+    assert [cohort._pinned(g)["CUDA_VISIBLE_DEVICES"] for g in groups] == pins
+    with pytest.raises(ConfigError, match="only 4 local gpu"):
+        cohort._device_groups(5, 8)
 
 
 @pytest.mark.parametrize("shard", ["2/2", "1", "3/2", "a/b"])
