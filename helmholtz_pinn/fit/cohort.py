@@ -253,7 +253,17 @@ def _in_workers(todo, paths, outs, cfg, options, cache_dir, groups, records, vie
     procs = [
         context.Process(
             target=_worker,
-            args=(w, _pinned(group), jobs, done, cfg, options, cache_dir, os.getpid()),
+            args=(
+                w,
+                _pinned(group),
+                _jax_settings(),
+                jobs,
+                done,
+                cfg,
+                options,
+                cache_dir,
+                os.getpid(),
+            ),  # fmt: skip
             daemon=True,
         )
         for w, group in enumerate(groups)
@@ -322,12 +332,18 @@ def _fail(k: int, line: str, worker, records: dict, view) -> None:
     view.ended(k, records[k])
 
 
-def _worker(w, env, jobs, done, cfg, options, cache_dir, parent) -> None:
-    """One worker: pinned by ``env`` before JAX starts, it fits files from ``jobs`` until
-    the end marker (or its parent is gone) and reports each on ``done``. It takes signals
-    from its parent alone (its own process group; SIGTERM when the parent dies, on
-    Linux), so one Ctrl-C stops each fit once, after its block, with a checkpoint."""
+def _worker(w, env, settings, jobs, done, cfg, options, cache_dir, parent) -> None:
+    """One worker: pinned by ``env`` before JAX starts and with the parent's JAX
+    ``settings`` (:func:`_jax_settings`), it fits files from ``jobs`` until the end
+    marker (or its parent is gone) and reports each on ``done``. It takes signals from
+    its parent alone (its own process group; SIGTERM when the parent dies, on Linux), so
+    one Ctrl-C stops each fit once, after its block, with a checkpoint."""
     os.environ.update(env)
+    if settings:
+        import jax
+
+        for name, value in settings.items():
+            jax.config.update(name, value)
     os.setpgrp()
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
@@ -342,6 +358,18 @@ def _worker(w, env, jobs, done, cfg, options, cache_dir, parent) -> None:
             k, path, out = job
             done.put(("began", w, k, None))
             done.put(("ended", w, k, _fit_file(Path(path), Path(out), cfg, options)))
+
+
+# JAX settings a worker takes from this process where it has set them (a worker then
+# computes what ``invert`` computes here).
+INHERITED = ("jax_default_matmul_precision", "jax_numpy_rank_promotion", "jax_enable_x64")
+
+
+def _jax_settings() -> dict:
+    """This process's :data:`INHERITED` JAX settings, or none where it has not imported
+    JAX."""
+    jax = sys.modules.get("jax")
+    return {} if jax is None else {name: getattr(jax.config, name) for name in INHERITED}
 
 
 def _pinned(group: dict) -> dict:
