@@ -35,6 +35,7 @@ _EXPORTS = {
     "simulate": ("forward.phantoms", "simulate_phantom"),
     "Result": "report.result",
     "invert": "fit.inversion",
+    "run_cohort": "fit.cohort",
     "evaluate": "assess.metrics",
     "baseline": ("assess.baselines", "ahi"),
     "curl_mdev": "assess.baselines",

@@ -139,6 +139,21 @@ helmholtz-pinn convert wave_real.nii.gz wave_imag.nii.gz --frequency 60 --out sc
 helmholtz-pinn convert phantom_unwrapped_dejittered.mat --preset bioqic --out phantom.npz
 ```
 """,
+    "cohort": """\
+Fits many dataset files, each on its own (as `invert FILE --out ROOT/<file stem>`), over
+the local devices: one worker process per GPU, each taking the next file when it
+finishes one. Writes `ROOT/cohort.csv`, one row per file and frequency: median G' and G''
+(Pa) and phase angle over the mask, the law, the fit checks that fired, times, worker and
+status (`ok`, `skipped`: a result was already there, `failed` with the error, `pending`:
+a stopped run). Run again, it skips finished files and resumes stopped fits from their
+checkpoints. `--shard I/N` spreads the files over N hosts (a Slurm array;
+[scaling.md](scaling.md#a-cohort-many-files-one-map-each)). Exits 1 when a file failed.
+
+```
+helmholtz-pinn cohort scans/*.npz --out maps --steps 10000
+helmholtz-pinn cohort scans/*.npz --out maps --shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"
+```
+""",
 }
 
 

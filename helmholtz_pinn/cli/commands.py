@@ -1,4 +1,4 @@
-"""The commands of ``helmholtz-pinn simulate | invert | baseline | convert``.
+"""The commands of ``helmholtz-pinn simulate | invert | baseline | convert | cohort``.
 
 The commands only map arguments onto library calls (``invert`` is
 ``helmholtz_pinn.fit.inversion.invert`` and nothing else); the parser is
@@ -336,8 +336,41 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def cmd_cohort(args) -> int:
+    """``helmholtz_pinn.fit.cohort.run_cohort``; exit 1 when a file failed (its row says
+    why)."""
+    from helmholtz_pinn.fit.cohort import run_cohort, table_name
+
+    cache = args.cache_dir
+    if cache is None:
+        from helmholtz_pinn.fit.compile_cache import DEFAULT_DIR as cache
+    rows = run_cohort(
+        args.data,
+        args.out,
+        config_from(args).replace(seed=args.seed),
+        shard=args.shard,
+        workers=args.workers,
+        nifti=args.nifti,
+        force=args.force,
+        drop_empty_components=args.drop_empty_components,
+        checkpoints=not args.no_checkpoints,
+        cache_dir=cache,
+        progress=not args.no_progress,
+    )
+    failed = {r["file"] for r in rows if r["status"] == "failed"}
+    if failed:
+        table = args.out / table_name(args.shard)
+        print(f"helmholtz-pinn cohort: {len(failed)} file(s) failed; see {table}", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS = dict(
-    simulate=cmd_simulate, invert=cmd_invert, baseline=cmd_baseline, convert=cmd_convert
+    simulate=cmd_simulate,
+    invert=cmd_invert,
+    baseline=cmd_baseline,
+    convert=cmd_convert,
+    cohort=cmd_cohort,
 )
 
 

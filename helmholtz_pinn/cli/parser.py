@@ -1,4 +1,5 @@
-"""The command line's parser: ``helmholtz-pinn simulate | invert | baseline | convert``.
+"""The command line's parser: ``helmholtz-pinn simulate | invert | baseline | convert |
+cohort``.
 
 The inversion options are generated from the fields of ``helmholtz_pinn.config.Config`` and
 their documentation (one list of defaults and meanings), grouped as data, model, physics,
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     _invert_parser(sub)
     _baseline_parser(sub)
     _convert_parser(sub)
+    _cohort_parser(sub)
     return parser
 
 
@@ -392,6 +394,67 @@ def _convert_parser(sub) -> None:
         "'magnitude' variable): Otsu threshold of the mean magnitude, holes filled, the "
         "largest region (default: the file's mask variable, else every voxel)",
     )
+
+
+def _cohort_parser(sub) -> None:
+    coh = sub.add_parser(
+        "cohort",
+        usage="%(prog)s DATA [DATA ...] --out ROOT [options]",
+        help="fit many dataset files, each into ROOT/<file stem>/, over the local devices",
+        description="Fit each DATA file with its own invert into ROOT/<file stem>/ (the "
+        "files of invert), one worker per local device, and write ROOT/cohort.csv: one "
+        "row per file and frequency (median G', G'' in Pa, phase, law, fit checks, "
+        "status). A folder already holding a result is skipped; a stopped fit continues "
+        "from its checkpoints; a failed file is a row, not the end. Exit 1 when a file "
+        "failed. Several hosts: docs/scaling.md.",
+    )
+    coh.add_argument("data", nargs="+", type=Path, help="dataset .npz files")
+    coh.add_argument("--out", type=Path, required=True, metavar="ROOT", help="output root folder")
+    coh.add_argument(
+        "--shard",
+        type=_shard,
+        default=(0, 1),
+        metavar="I/N",
+        help="fit only the files whose position in DATA is I mod N (host I of N, e.g. "
+        "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); the table is ROOT/cohort-IofN.csv "
+        "(default: 0/1, every file)",
+    )
+    coh.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="worker processes, each pinned to an equal share of the local devices; 1 "
+        "fits in one process on every device (default: one per device)",
+    )
+    for flag, meaning in (
+        ("--force", "fit data that fail the unit checks (f, spacing)"),
+        ("--drop-empty-components", "drop components of u that are zero at every frequency"),
+        ("--nifti", "also write ROOT/<stem>/maps/*.nii.gz (as invert --nifti)"),
+        ("--no-checkpoints", "write no checkpoints (a stopped file then starts afresh)"),
+        ("--no-progress", "no per-file lines"),
+    ):
+        coh.add_argument(flag, action="store_true", help=meaning)
+    coh.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="persistent compilation cache (default: ~/.cache/helmholtz_pinn/jax)",
+    )
+    coh.add_argument(
+        "--seed", type=int, default=0, help="seeds the networks and the sampling (default: 0)"
+    )
+    group = coh.add_argument_group("fit settings", "as for invert (helmholtz-pinn invert -h)")
+    hints, meaning = typing.get_type_hints(Config), field_help()
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    for names in CONFIG_GROUPS.values():
+        for name in names:
+            _config_option(group, fields[name], hints[name], meaning.get(name, ""))
+
+
+def _shard(text: str) -> tuple[int, int]:
+    i, _, n = text.partition("/")
+    if i.isdigit() and n.isdigit() and int(i) < int(n):
+        return int(i), int(n)
+    raise argparse.ArgumentTypeError(f"expected I/N with 0 <= I < N (e.g. 0/4); got {text!r}")
 
 
 def _npz(text: str) -> Path:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import jax
-
 from helmholtz_pinn.errors import InputError
 
 DEFAULT_DIR = Path("~/.cache/helmholtz_pinn/jax")
@@ -39,6 +37,8 @@ def enable_compilation_cache(
     Raises:
       InputError: ``min_compile_time_s`` is negative.
     """
+    import jax  # here: DEFAULT_DIR is read by commands that start no JAX themselves
+
     if min_compile_time_s < 0:
         raise InputError(f"min_compile_time_s must be >= 0; got {min_compile_time_s!r}")
     directory = Path(path if path is not None else DEFAULT_DIR).expanduser()
