@@ -24,6 +24,8 @@ from helmholtz_pinn.fit.host_loop import HostState
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn.train import TrainState
 
+NO_CHECKPOINT = "no usable checkpoint in"  # how a resume="strict" that found none begins
+
 # fields that may differ between the run that saved and the run that resumes (the matmul
 # precision of the Adam blocks still to run, too: a resume on another machine kind)
 RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin", "ensemble_keep", "tf32_steps")
@@ -159,6 +161,21 @@ class Checkpointer:
         self.manager.reload()
         return steps
 
+    def take_back(self) -> list[int]:
+        """Move the checkpoints that a fresh fit set aside into ``<folder>.previous`` (and
+        then stopped before its own first one) back into the folder, so that a resume
+        continues them (or is refused by name) instead of starting afresh and deleting
+        them; returns their steps."""
+        if self.manager.all_steps() or not self.previous.is_dir():
+            return []
+        steps = sorted(int(p.name) for p in self.previous.iterdir() if p.name.isdigit())
+        for step in steps:
+            (self.previous / str(step)).replace(self.directory / str(step))
+        if not any(self.previous.iterdir()):
+            self.previous.rmdir()
+        self.manager.reload()
+        return steps
+
     @property
     def previous(self) -> Path:
         return self.directory.with_name(self.directory.name + ".previous")
@@ -195,7 +212,15 @@ class Checkpointer:
     def _restore_step(self, step: int, like: TrainState) -> tuple[TrainState, HostState]:
         ocp = self._ocp
         meta = self._restore(step, ocp.args.Composite(host=ocp.args.JsonRestore())).host
-        self._check_config(meta["config"])
+        try:  # another version's checkpoint may lack a key or hold another shape
+            host = HostState.from_json(meta["host"])
+            config = dict(meta["config"])
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise _Unreadable(
+                f"checkpoint {self.directory / str(step)} cannot be restored (its host item "
+                f"does not match this version: {type(err).__name__} {_first_line(err)})"
+            ) from None
+        self._check_config(config)
         self._check_data(meta.get("data"))
         saved, now = meta.get("members"), list(np.shape(like.step))
         if saved is not None and saved != now:
@@ -209,7 +234,7 @@ class Checkpointer:
         state = self._restore(
             step, ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
         ).state
-        return state, HostState.from_json(meta["host"])
+        return state, host
 
     def _restore(self, step: int, args):
         try:
@@ -231,7 +256,10 @@ class Checkpointer:
             )
 
     def _check_config(self, saved: dict) -> None:
-        now = dataclasses.asdict(self.config)
+        """Refuse other settings than the saved ones; a field the saved settings lack (a
+        checkpoint of an earlier version) counts as its default."""
+        now = _plain(dataclasses.asdict(self.config))
+        saved = {**_plain(_defaults()), **_plain(saved)}
         diff = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
         if diff:
             detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {now[k]!r}" for k in diff)
@@ -241,7 +269,31 @@ class Checkpointer:
             )
 
     def close(self) -> None:
-        self.manager.close()
+        """Close the manager; an error of a background write is already reported by
+        :meth:`save` (or was not needed), so it is not raised again."""
+        try:
+            self.manager.close()
+        except Exception:  # noqa: BLE001 - orbax re-raises a failed background write
+            self._remove_partial()
+
+
+def _defaults() -> dict:
+    """The :class:`Config` default of every field."""
+    out = {}
+    for f in dataclasses.fields(Config):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _plain(values: dict) -> dict:
+    """``values`` as JSON gives them back (tuples become lists), as a checkpoint holds
+    them."""
+    import json
+
+    return json.loads(json.dumps(values, default=str))
 
 
 def _first_line(err: BaseException, limit: int = 160) -> str:
@@ -286,6 +338,8 @@ def start(
     )
     if not resume and ckpt is not None and (old := ckpt.set_aside()):
         facts["cleared_checkpoints"] = f"{ckpt.directory} (steps {', '.join(map(str, old))})"
+    if resume and ckpt is not None:
+        ckpt.take_back()  # a fresh fit's set-aside checkpoints, when it wrote none of its own
     try:
         restored = ckpt.restore(state) if resume and ckpt is not None else None
     except CheckpointError:
@@ -303,7 +357,7 @@ def start(
             if ckpt is not None:
                 ckpt.close()
             raise CheckpointError(
-                f"no usable checkpoint in {where}: resume='strict' does not start a fit afresh"
+                f"{NO_CHECKPOINT} {where}: resume='strict' does not start a fit afresh"
             )
         facts["no_checkpoint_in"] = where
     return ckpt, state, None, facts
