@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -100,9 +102,15 @@ class Checkpointer:
         self.config = config
         self.every = every
         self.data = data
-        self.manager = ocp.CheckpointManager(
-            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2)
-        )
+        quiet_storage(self.directory / LOG)
+        try:
+            self.manager = ocp.CheckpointManager(
+                self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2)
+            )
+        except Exception as err:  # noqa: BLE001 - a full or read-only disk, in any form
+            raise OutputError(
+                f"cannot open the checkpoint folder {self.directory}: {_first_line(err)}"
+            ) from None
 
     def __call__(self, state: TrainState, host: HostState) -> None:
         """Save every ``every`` blocks, after the last block and at an early stop (so a
@@ -132,6 +140,7 @@ class Checkpointer:
             self._drop_previous()  # this run's first checkpoint is whole
         except Exception as err:  # noqa: BLE001 - disk full, read-only: orbax and tensorstore
             # raise OSError, ValueError or bare Exception; the previous checkpoint is whole
+            self._failed = True
             self._remove_partial()
             kept = self.manager.latest_step()
             raise OutputError(
@@ -274,7 +283,12 @@ class Checkpointer:
         try:
             self.manager.close()
         except Exception:  # noqa: BLE001 - orbax re-raises a failed background write
+            self._failed = True
+        if getattr(self, "_failed", False):  # its background threads have ended now
             self._remove_partial()
+            import atexit
+
+            atexit.register(self._remove_partial)  # and what a late write left
 
 
 def _defaults() -> dict:
@@ -299,7 +313,70 @@ def _plain(values: dict) -> dict:
 def _first_line(err: BaseException, limit: int = 160) -> str:
     """An orbax/tensorstore message (long, several lines) as one short line."""
     why = " ".join(str(getattr(err, "strerror", None) or err).split()) or type(err).__name__
+    if "No space left on device" in why:  # tensorstore's RESOURCE_EXHAUSTED: a full disk
+        return "No space left on device"
     return why if len(why) <= limit else why[: limit - 3] + "..."
+
+
+LOG = "storage.log"  # OUT/checkpoints/storage.log: what orbax itself reported, if anything
+_quiet = {"log": None}
+
+
+def quiet_storage(log: Path) -> None:
+    """Keep orbax's own reports off the terminal: its log records (the ``absl`` logger:
+    tracebacks of a failed background write) and the ``Event loop is closed`` errors
+    that its callbacks raise after a failed read go to the file ``log`` (created when
+    there is something to write; nothing is lost where it cannot be written). What the
+    run itself reports about a checkpoint comes as one line from :class:`Checkpointer`.
+    Process-wide; the newest ``log`` is used."""
+    _quiet["log"] = Path(log)
+    logger = logging.getLogger("absl")
+    if not any(isinstance(h, _ToLog) for h in logger.handlers):
+        logger.addHandler(_ToLog())
+        logger.propagate = False
+    if getattr(sys.unraisablehook, "_quiet", False):
+        return
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(
+            unraisable.exc_value
+        ):
+            _to_log(f"ignored: {unraisable.exc_value!r} in {unraisable.object!r}")
+        else:
+            previous(unraisable)
+
+    hook._quiet = True
+    sys.unraisablehook = hook
+    logging.getLogger("asyncio").addFilter(_orbax_futures)
+
+
+def _orbax_futures(record: logging.LogRecord) -> bool:
+    """asyncio's "Future exception was never retrieved" of orbax's failed background
+    writes: into the storage log, not onto the terminal."""
+    if "never retrieved" not in str(record.msg):
+        return True
+    _ToLog().emit(record)
+    return False
+
+
+def _to_log(text: str) -> None:
+    """Append ``text`` to the storage log; an error (a full disk) drops it."""
+    try:
+        with open(_quiet["log"], "a") as fh:
+            fh.write(text.rstrip("\n") + "\n")
+    except (OSError, TypeError):
+        pass
+
+
+class _ToLog(logging.Handler):
+    """A logging handler writing into the storage log (:func:`quiet_storage`)."""
+
+    def emit(self, record) -> None:
+        try:
+            _to_log(self.format(record))
+        except Exception:  # noqa: BLE001 - a log record must never stop a fit
+            pass
 
 
 class _Unreadable(CheckpointError):

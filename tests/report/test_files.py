@@ -93,7 +93,8 @@ def test_a_swap_killed_after_the_first_rename_is_finished_by_the_next_command(
         if self.parent.name == files.STAGE and Path(target).parent == out:
             if new:
                 raise Killed
-            new.update(_contents(self.parent))  # the whole staged result
+            staged = _contents(self.parent).items()  # the whole staged result
+            new.update((k, v) for k, v in staged if not k.startswith(files.EARLIER))
             del new[files.MARKER]
         return replace(self, target)
 
