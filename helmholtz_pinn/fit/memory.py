@@ -167,20 +167,27 @@ def building_bytes(grid: tuple[int, ...], n_freq: int, n_comp: int, ensemble: in
     return math.prod(grid) * max(128 * f * c, 40 * e * f if e > 1 else 0)
 
 
-def check_host_memory(need: int, what: str, *, available: int | None = None) -> int:
+def check_host_memory(
+    need: int, what: str, *, available: int | None = None, baseline: bool = False
+) -> int:
     """Refuse (:class:`DeviceMemoryError`) result arrays of ``need`` bytes (of ``what``,
     e.g. "grid 2000 x 2000, 3 frequencies, 2 components") above ``HOST_FRACTION`` of the
     host's ``available`` memory in bytes (default :func:`available_host_memory`; no check
-    where that is unknown): the rest is left to the Python and JAX runtime. Returns
-    ``need``."""
+    where that is unknown): the rest is left to the Python and JAX runtime. ``baseline``:
+    the message speaks of a baseline, not of a fit. Returns ``need``."""
     available = available_host_memory() if available is None else int(available)
     if available is not None and need > HOST_FRACTION * available:
+        whose = "a baseline on " if baseline else "the results of this fit ("
+        scope = "" if baseline else ": maps on every voxel of the grid)"
+        fewer = "use fewer frequencies" if baseline else (
+            "fit fewer frequencies (or a smaller ensemble or batch), fit a volume in slabs of "
+            "z-slices in separate runs"
+        )  # fmt: skip
         raise DeviceMemoryError(
-            f"the results of this fit ({what}: maps on every voxel of the grid) need "
-            f"{_size(need)} of host memory, but the host has {_size(available)} available "
-            f"(at most {HOST_FRACTION:.0%} may be used); crop the data to the "
-            "mask's bounding box, fit fewer frequencies (or a smaller ensemble or batch), fit "
-            "a volume in slabs of z-slices in separate runs, or use a machine with more memory"
+            f"{whose}{what}{scope} need{'s' if baseline else ''} {_size(need)} of host "
+            f"memory, but the host has {_size(available)} available (at most "
+            f"{HOST_FRACTION:.0%} may be used); crop the data to the mask's bounding box, "
+            f"{fewer}, or use a machine with more memory"
         )
     return need
 
@@ -221,7 +228,7 @@ def check_baseline_fits(dataset, *, available: int | None = None) -> int:
     grid, f, c = dataset.grid, dataset.n_freq, dataset.n_comp
     need = baseline_bytes(grid, f, c)
     what = f"grid {' x '.join(map(str, grid))}, {f} frequencies, {c} components"
-    return check_host_memory(need, what, available=available)
+    return check_host_memory(need, what, available=available, baseline=True)
 
 
 def _size(n: int) -> str:
