@@ -116,8 +116,10 @@ def _simulate_elastic(args, options: dict):
 
 
 def _finished(out: Path) -> list[str]:
-    """The files of a finished result in ``out`` (or a batch's ``OUT/<stem>/``)."""
-    held = [name for name in FINISHED if (out / name).exists()]
+    """The files of a finished result in ``out`` (or a batch's ``OUT/<stem>/``), or of
+    one that a stopped swap left half-moved (its stage's list: the next command finishes
+    moving it in)."""
+    held = [name for name in (*FINISHED, ".writing/complete.json") if (out / name).exists()]
     if out.is_dir() and not held:  # a batch writes OUT/<stem>/
         held = [f"{d.name}/{n}" for d in out.iterdir() if d.is_dir() for n in FINISHED
                 if (d / n).exists()]  # fmt: skip
