@@ -424,6 +424,7 @@ COMMANDS = dict(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    _matplotlib_config()
     from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 
     try:
@@ -441,6 +442,28 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"helmholtz-pinn {args.command}: error: {cli_voice(str(err))}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _matplotlib_config() -> None:
+    """Where matplotlib's configuration folder (``~/.config/matplotlib``) cannot be
+    written (a read-only HOME), a temporary one, deleted at exit: what matplotlib does
+    itself, without its two warning lines on the terminal."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if "MPLCONFIGDIR" in os.environ:
+        return
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "matplotlib"
+    try:
+        config.mkdir(parents=True, exist_ok=True)
+        if os.access(config, os.W_OK):
+            return
+    except OSError:
+        pass
+    folder = tempfile.mkdtemp(prefix="matplotlib-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = folder
 
 
 class _Terminated(Interrupted):

@@ -325,3 +325,15 @@ def test_of_two_writers_of_one_dataset_the_second_is_refused(files, tmp_path, mo
         data.save(data.load(files[0]), out, overwrite=False)
     assert out.read_bytes() == b"the other command's dataset"
     assert [p.name for p in tmp_path.iterdir()] == ["d.npz"]  # no partial file left
+
+
+def test_a_read_only_home_gives_matplotlib_a_temporary_folder_quietly(tmp_path, monkeypatch):
+    """matplotlib would print two warning lines where ~/.config cannot be written."""
+    blocked = tmp_path / "file"
+    blocked.write_text("HOME's .config cannot be made here")
+    monkeypatch.setenv("MPLCONFIGDIR", "set by the test")
+    monkeypatch.delenv("MPLCONFIGDIR")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocked))
+    cli._matplotlib_config()
+    folder = os.environ["MPLCONFIGDIR"]
+    assert os.path.isdir(folder) and os.access(folder, os.W_OK)
