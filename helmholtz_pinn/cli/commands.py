@@ -454,12 +454,12 @@ def _matplotlib_config() -> None:
 
     if "MPLCONFIGDIR" in os.environ:
         return
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "matplotlib"
     try:
-        config.mkdir(parents=True, exist_ok=True)
-        if os.access(config, os.W_OK):
+        config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        (config / "matplotlib").mkdir(parents=True, exist_ok=True)
+        if os.access(config / "matplotlib", os.W_OK):
             return
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: no home folder known
         pass
     folder = tempfile.mkdtemp(prefix="matplotlib-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
