@@ -405,8 +405,11 @@ def start(
     resume found nothing to continue from and the fit starts at step 0. Without
     ``resume`` the folder's checkpoints of an earlier run are set aside into
     ``<folder>.previous`` and deleted once this run's first checkpoint is written
-    (``cleared_checkpoints``: the folder and their steps). With
-    ``resume="strict"`` that case raises :class:`CheckpointError` instead."""
+    (``cleared_checkpoints``: the folder and their steps); with ``resume``, those that
+    a fresh fit set aside and never replaced (it stopped before its first checkpoint)
+    are taken back and continued (:meth:`Checkpointer.take_back`). With
+    ``resume="strict"`` a resume that finds no checkpoint raises :class:`CheckpointError`
+    instead of starting at step 0."""
     facts = {"resumed_from_step": None, "resumed_from": None}
     ckpt = (
         None
