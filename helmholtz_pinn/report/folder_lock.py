@@ -46,6 +46,7 @@ class FolderLock:
             import fcntl
         except ImportError:  # no flock (Windows): the folder is not locked
             return
+        created = not self.folder.exists()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -74,6 +75,8 @@ class FolderLock:
             self._refuse_nested()
         except BaseException:
             self.release()
+            if created and not any(self.folder.iterdir()):  # leave no trace in theirs
+                self.folder.rmdir()
             raise
 
     def _refuse_nested(self) -> None:

@@ -52,7 +52,7 @@ def test_a_folder_inside_a_held_one_is_refused(tmp_path, holder):
         f"{tmp_path / 'n3' / 'small'} is inside {tmp_path / 'n3'}, which is in use by "
         f"process {proc.pid} on "
     )
-    assert not (tmp_path / "n3" / "small" / ".lock").exists()  # its own lock let go
+    assert not (tmp_path / "n3" / "small").exists()  # no trace left in the other's folder
 
 
 def test_a_folder_around_a_held_one_is_refused(tmp_path, holder):
