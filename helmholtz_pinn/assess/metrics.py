@@ -59,9 +59,21 @@ def wave_misfit(u_fit: np.ndarray, u: np.ndarray, mask: np.ndarray) -> np.ndarra
             f"u_fit {u_fit.shape} and u {u.shape} must both be (F, C, *grid) with grid the "
             f"mask's {mask.shape}"
         )
-    power = np.sum(np.abs(u) ** 2, axis=1)[:, mask].mean(axis=1)  # (F,)
+    s = _power_of_two(
+        u
+    )  # squared in the unit s: u x 1e20 or 1e-30 neither overflows nor underflows
+    power = np.sum((np.abs(u) / s) ** 2, axis=1)[:, mask].mean(axis=1)  # (F,)
     rms = np.sqrt(np.where(power > 0, power, np.nan)).reshape((-1,) + (1,) * mask.ndim)
-    return np.where(mask, np.sqrt(np.sum(np.abs(u_fit - u) ** 2, axis=1)) / rms, np.nan)
+    misfit = np.sqrt(np.sum((np.abs(u_fit - u) / s) ** 2, axis=1))
+    return np.where(mask, misfit / rms, np.nan)
+
+
+def _power_of_two(u: np.ndarray) -> float:
+    """The power of two nearest the largest finite amplitude of ``u`` (1 for none):
+    dividing by it is exact and brings the values near 1."""
+    amplitude = np.abs(u)
+    peak = float(np.max(amplitude, initial=0.0, where=np.isfinite(amplitude)))
+    return 2.0 ** round(math.log2(peak)) if peak > 0 else 1.0
 
 
 def pearson_r(pred: np.ndarray, true: np.ndarray, mask: np.ndarray) -> float:

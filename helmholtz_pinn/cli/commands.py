@@ -43,13 +43,22 @@ def _load_or_phantom(path: Path | None):
     return phantoms.simulate_phantom("four-target")
 
 
-def _write_dataset(dataset, out: Path) -> None:
+def _check_new_dataset(out: Path, args) -> None:
+    """An existing dataset file is replaced only with --overwrite: refused before the
+    work (and again when written, should another command write it meanwhile)."""
+    if args.overwrite:
+        return
+    if out.exists() or out.is_symlink():
+        raise OutputError(f"{out} already exists: pass --overwrite to replace it")
+
+
+def _write_dataset(dataset, out: Path, overwrite: bool = False) -> None:
     """Save a dataset .npz (creating its folder) and say what was written."""
     from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import files
 
     files.prepare_dir(out.parent)
-    data.save(dataset, out)
+    data.save(dataset, out, overwrite=overwrite)
     freqs, spacing = dataset.frequency.tolist(), dataset.spacing.tolist()
     print(f"wrote {out}: u {dataset.u.shape}, frequencies {freqs} Hz, spacing {spacing} m")
 
@@ -57,6 +66,7 @@ def _write_dataset(dataset, out: Path) -> None:
 def cmd_simulate(args) -> int:
     from helmholtz_pinn.forward import phantoms
 
+    _check_new_dataset(args.out, args)
     options = _elastic_options(args)  # checked against --physics
     if args.physics == "elastic":
         dataset = _simulate_elastic(args, options)
@@ -69,7 +79,7 @@ def cmd_simulate(args) -> int:
             components=args.components,
             nz=args.nz,
         )
-    _write_dataset(dataset, args.out)
+    _write_dataset(dataset, args.out, args.overwrite)
     return 0
 
 
@@ -105,20 +115,58 @@ def _simulate_elastic(args, options: dict):
         raise ConfigError(f"--physics elastic: {err}") from None
 
 
-def _check_not_overwriting(out: Path, args) -> None:
-    """A folder holding a finished result is replaced only with --overwrite (or continued
-    with --resume)."""
-    if args.overwrite or getattr(args, "resume", False) or getattr(args, "resume_strict", False):
-        return
-    held = [name for name in FINISHED if (out / name).exists()]
+def _finished(out: Path) -> list[str]:
+    """The files of a finished result in ``out`` (or a batch's ``OUT/<stem>/``), or of
+    one that a stopped swap left half-moved (its stage's list: the next command finishes
+    moving it in)."""
+    held = [name for name in (*FINISHED, ".writing/complete.json") if (out / name).exists()]
     if out.is_dir() and not held:  # a batch writes OUT/<stem>/
         held = [f"{d.name}/{n}" for d in out.iterdir() if d.is_dir() for n in FINISHED
                 if (d / n).exists()]  # fmt: skip
+    return held
+
+
+def _check_not_overwriting(out: Path, args) -> None:
+    """A folder holding a finished result, or an earlier run's checkpoints (which a fresh
+    fit deletes once it has its own), is replaced only with --overwrite (or continued
+    with --resume)."""
+    if args.overwrite or getattr(args, "resume", False) or getattr(args, "resume_strict", False):
+        return
+    held = _finished(out)
     if held:
         raise OutputError(
             f"{out} already holds a result ({held[0]}): pass --overwrite to replace it, "
             "--resume to continue its run, or choose another --out"
         )
+    from helmholtz_pinn.report import files
+
+    steps = files.checkpoint_steps(out) if args.command == "invert" else []
+    if steps:
+        raise OutputError(
+            f"{out} holds an earlier run's checkpoints ({steps[0]}): pass --resume to "
+            "continue that run, --overwrite to start afresh (they are deleted once the new "
+            "run has its first checkpoint), or choose another --out"
+        )
+
+
+def _check_output(args, paths: list) -> None:
+    """Files in the way of the results and names that cannot be written, found before
+    any work (:func:`helmholtz_pinn.report.files.check_output`), in OUT and in each
+    ``OUT/<stem>/`` of a batch; an unwritable --tensorboard folder too."""
+    from helmholtz_pinn.report import files
+
+    nifti, saves = getattr(args, "nifti", False), not getattr(args, "no_checkpoints", True)
+    files.check_output(args.out, nifti=nifti, checkpoints=saves)
+    if len(paths) > 1:
+        for folder in files.result_dirs(args.out, paths):
+            if folder.exists() and not folder.is_dir():
+                raise OutputError(
+                    f"{folder} is a file, but the batch writes its result folder there: move "
+                    "it away or choose another --out"
+                )
+            files.check_output(folder, nifti=nifti)
+    if getattr(args, "tensorboard", None):
+        files.check_output(args.tensorboard)
 
 
 def cmd_invert(args) -> int:
@@ -127,6 +175,7 @@ def cmd_invert(args) -> int:
 
     _check_not_overwriting(args.out, args)
     paths = args.data or [None]
+    _check_output(args, paths)
     if args.slicewise and len(paths) != 1:
         raise ConfigError(f"--slicewise takes one 3-D DATA file; got {len(paths)}")
     datasets = [_load_or_phantom(p) for p in paths]  # before JAX: input errors answer at once
@@ -172,9 +221,9 @@ def _lead_process(args) -> bool:
 def _invert(args, datasets: list, paths: list) -> int:
     import jax
 
-    from helmholtz_pinn.errors import DivergenceError
+    from helmholtz_pinn.errors import CheckpointError, DivergenceError
     from helmholtz_pinn.fit import inversion, placement
-    from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
+    from helmholtz_pinn.fit.checkpoints import NO_CHECKPOINT
     from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import files, logs
 
@@ -185,8 +234,12 @@ def _invert(args, datasets: list, paths: list) -> int:
     files.prepare_dir(args.out)
     if paths == [None] and writer:
         data.save(datasets[0], args.out / "phantom.npz")
-    enable_compilation_cache(args.cache_dir)
+    _compile_cache(args.cache_dir)
+    if args.tensorboard and writer:
+        files.prepare_dir(args.tensorboard)
     board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard and writer else None
+    resume = "strict" if args.resume_strict else args.resume
+    held = _finished(args.out) if resume is True else []
     try:
         results = inversion.invert(
             datasets[0] if len(datasets) == 1 else datasets,
@@ -196,13 +249,22 @@ def _invert(args, datasets: list, paths: list) -> int:
             progress=not args.no_progress and writer,
             callback=board,
             checkpoint_dir=None if args.no_checkpoints else args.out / "checkpoints",
-            resume="strict" if args.resume_strict else args.resume,
+            resume="strict" if held else resume,  # finding none must not replace a result
             force=args.force,
             drop_empty_components=args.drop_empty_components,
         )
         if board is not None:
             for result in results if isinstance(results, list) else [results]:
                 board.log_result(result)
+    except CheckpointError as err:
+        if held and str(err).startswith(NO_CHECKPOINT):
+            where = str(err).split(": resume=")[0]
+            raise CheckpointError(
+                f"{args.out} holds a finished result ({held[0]}) and {where}: --resume "
+                "continues a run and never replaces a result; pass --overwrite (without "
+                "--resume) to fit afresh, or choose another --out"
+            ) from None
+        raise
     except DivergenceError as err:
         if writer:
             files.clear_results(args.out)  # an earlier run's mu.npz must not look like ours
@@ -224,14 +286,32 @@ def _invert(args, datasets: list, paths: list) -> int:
     return 0
 
 
+def _compile_cache(path: Path | None) -> None:
+    """The persistent compilation cache in ``path``; where the default folder cannot be
+    written (a read-only HOME) a note, and the run goes on without the cache."""
+    from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
+
+    try:
+        enable_compilation_cache(path)
+    except OutputError as err:
+        if path is not None:
+            raise
+        print(
+            f"note: {err}; running without it (--cache-dir DIR gives it a folder)", file=sys.stderr
+        )
+
+
 def cmd_baseline(args) -> int:
     from helmholtz_pinn.assess import input_checks
+    from helmholtz_pinn.fit import memory
     from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import result
     from helmholtz_pinn.report.folder_lock import FolderLock
 
     _check_not_overwriting(args.out, args)
+    _check_output(args, [args.data])
     dataset = data.load(args.data)  # refused input leaves no output folder
+    memory.check_baseline_fits(dataset)  # as invert: refused before the work
     notes = input_checks.check(data.unit_amplitude(dataset)[0], force=args.force)
     keys = ("smoothing", "sigma", "sigma_mm", "window")
     with FolderLock(args.out):
@@ -331,8 +411,9 @@ def cmd_convert(args) -> int:
 
     keys = ("kind", "variable", "axes", "frequency", "spacing", "spacing_unit", "phase", "preset")
     mask_from = "magnitude" if args.mask_from_magnitude else None
+    _check_new_dataset(args.out, args)
     dataset = convert(args.inputs, mask_from=mask_from, **{k: getattr(args, k) for k in keys})
-    _write_dataset(dataset, args.out)
+    _write_dataset(dataset, args.out, args.overwrite)
     return 0
 
 
@@ -376,6 +457,7 @@ COMMANDS = dict(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    _matplotlib_config()
     from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 
     try:
@@ -393,6 +475,28 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"helmholtz-pinn {args.command}: error: {cli_voice(str(err))}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _matplotlib_config() -> None:
+    """Where matplotlib's configuration folder (``~/.config/matplotlib``) cannot be
+    written (a read-only HOME), a temporary one, deleted at exit: what matplotlib does
+    itself, without its two warning lines on the terminal."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if "MPLCONFIGDIR" in os.environ:
+        return
+    try:
+        config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        (config / "matplotlib").mkdir(parents=True, exist_ok=True)
+        if os.access(config / "matplotlib", os.W_OK):
+            return
+    except (OSError, RuntimeError):  # RuntimeError: no home folder known
+        pass
+    folder = tempfile.mkdtemp(prefix="matplotlib-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = folder
 
 
 class _Terminated(Interrupted):

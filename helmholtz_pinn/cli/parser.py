@@ -174,6 +174,7 @@ def _simulate_parser(sub) -> None:
     )
     sim.add_argument("--phantom", help="built-in scalar phantom name (default: four-target)")
     sim.add_argument("--out", required=True, type=_npz, help="output .npz file")
+    sim.add_argument("--overwrite", action="store_true", help="replace an existing OUT file")
     sim.add_argument("--noise-db", type=float, help="noise power / signal power, dB (-20 = 1 %%)")
     sim.add_argument("--seed", type=int, default=0, help="noise seed (default: 0)")
     sim.add_argument("--frequencies", type=float, nargs="+", help="Hz (default: 60 80 100)")
@@ -359,6 +360,7 @@ def _convert_parser(sub) -> None:
         help=".mat/.h5 file, or NIfTI file(s): one complex or a re/im or mag/phase pair",
     )
     conv.add_argument("--out", required=True, type=_npz, help="output .npz file")
+    conv.add_argument("--overwrite", action="store_true", help="replace an existing OUT file")
     conv.add_argument("--kind", default="auto", choices=KINDS)
     conv.add_argument("--variable", help="MAT variable holding the wave field")
     conv.add_argument(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from helmholtz_pinn.errors import CheckpointError, ConfigError, OutputError
 from helmholtz_pinn.fit.host_loop import HostState
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn.train import TrainState
+
+NO_CHECKPOINT = "no usable checkpoint in"  # how a resume="strict" that found none begins
 
 # fields that may differ between the run that saved and the run that resumes (the matmul
 # precision of the Adam blocks still to run, too: a resume on another machine kind)
@@ -98,9 +102,15 @@ class Checkpointer:
         self.config = config
         self.every = every
         self.data = data
-        self.manager = ocp.CheckpointManager(
-            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2)
-        )
+        quiet_storage(self.directory / LOG)
+        try:
+            self.manager = ocp.CheckpointManager(
+                self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=2)
+            )
+        except Exception as err:  # noqa: BLE001 - a full or read-only disk, in any form
+            raise OutputError(
+                f"cannot open the checkpoint folder {self.directory}: {_first_line(err)}"
+            ) from None
 
     def __call__(self, state: TrainState, host: HostState) -> None:
         """Save every ``every`` blocks, after the last block and at an early stop (so a
@@ -130,6 +140,7 @@ class Checkpointer:
             self._drop_previous()  # this run's first checkpoint is whole
         except Exception as err:  # noqa: BLE001 - disk full, read-only: orbax and tensorstore
             # raise OSError, ValueError or bare Exception; the previous checkpoint is whole
+            self._failed = True
             self._remove_partial()
             kept = self.manager.latest_step()
             raise OutputError(
@@ -156,6 +167,21 @@ class Checkpointer:
         self.previous.mkdir(parents=True, exist_ok=True)
         for step in steps:
             (self.directory / str(step)).replace(self.previous / str(step))
+        self.manager.reload()
+        return steps
+
+    def take_back(self) -> list[int]:
+        """Move the checkpoints that a fresh fit set aside into ``<folder>.previous`` (and
+        then stopped before its own first one) back into the folder, so that a resume
+        continues them (or is refused by name) instead of starting afresh and deleting
+        them; returns their steps."""
+        if self.manager.all_steps() or not self.previous.is_dir():
+            return []
+        steps = sorted(int(p.name) for p in self.previous.iterdir() if p.name.isdigit())
+        for step in steps:
+            (self.previous / str(step)).replace(self.directory / str(step))
+        if not any(self.previous.iterdir()):
+            self.previous.rmdir()
         self.manager.reload()
         return steps
 
@@ -195,7 +221,15 @@ class Checkpointer:
     def _restore_step(self, step: int, like: TrainState) -> tuple[TrainState, HostState]:
         ocp = self._ocp
         meta = self._restore(step, ocp.args.Composite(host=ocp.args.JsonRestore())).host
-        self._check_config(meta["config"])
+        try:  # another version's checkpoint may lack a key or hold another shape
+            host = HostState.from_json(meta["host"])
+            config = dict(meta["config"])
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise _Unreadable(
+                f"checkpoint {self.directory / str(step)} cannot be restored (its host item "
+                f"does not match this version: {type(err).__name__} {_first_line(err)})"
+            ) from None
+        self._check_config(config)
         self._check_data(meta.get("data"))
         saved, now = meta.get("members"), list(np.shape(like.step))
         if saved is not None and saved != now:
@@ -209,7 +243,7 @@ class Checkpointer:
         state = self._restore(
             step, ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
         ).state
-        return state, HostState.from_json(meta["host"])
+        return state, host
 
     def _restore(self, step: int, args):
         try:
@@ -231,7 +265,10 @@ class Checkpointer:
             )
 
     def _check_config(self, saved: dict) -> None:
-        now = dataclasses.asdict(self.config)
+        """Refuse other settings than the saved ones; a field the saved settings lack (a
+        checkpoint of an earlier version) counts as its default."""
+        now = _plain(dataclasses.asdict(self.config))
+        saved = {**_plain(_defaults()), **_plain(saved)}
         diff = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
         if diff:
             detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {now[k]!r}" for k in diff)
@@ -241,13 +278,105 @@ class Checkpointer:
             )
 
     def close(self) -> None:
-        self.manager.close()
+        """Close the manager; an error of a background write is already reported by
+        :meth:`save` (or was not needed), so it is not raised again."""
+        try:
+            self.manager.close()
+        except Exception:  # noqa: BLE001 - orbax re-raises a failed background write
+            self._failed = True
+        if getattr(self, "_failed", False):  # its background threads have ended now
+            self._remove_partial()
+            import atexit
+
+            atexit.register(self._remove_partial)  # and what a late write left
+
+
+def _defaults() -> dict:
+    """The :class:`Config` default of every field."""
+    out = {}
+    for f in dataclasses.fields(Config):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _plain(values: dict) -> dict:
+    """``values`` as JSON gives them back (tuples become lists), as a checkpoint holds
+    them."""
+    import json
+
+    return json.loads(json.dumps(values, default=str))
 
 
 def _first_line(err: BaseException, limit: int = 160) -> str:
     """An orbax/tensorstore message (long, several lines) as one short line."""
     why = " ".join(str(getattr(err, "strerror", None) or err).split()) or type(err).__name__
+    if "No space left on device" in why:  # tensorstore's RESOURCE_EXHAUSTED: a full disk
+        return "No space left on device"
     return why if len(why) <= limit else why[: limit - 3] + "..."
+
+
+LOG = "storage.log"  # OUT/checkpoints/storage.log: what orbax itself reported, if anything
+_quiet = {"log": None}
+
+
+def quiet_storage(log: Path) -> None:
+    """Keep orbax's own reports off the terminal: its log records (the ``absl`` logger:
+    tracebacks of a failed background write) and the ``Event loop is closed`` errors
+    that its callbacks raise after a failed read go to the file ``log`` (created when
+    there is something to write; nothing is lost where it cannot be written). What the
+    run itself reports about a checkpoint comes as one line from :class:`Checkpointer`.
+    Process-wide; the newest ``log`` is used."""
+    _quiet["log"] = Path(log)
+    logger = logging.getLogger("absl")
+    if not any(isinstance(h, _ToLog) for h in logger.handlers):
+        logger.addHandler(_ToLog())
+        logger.propagate = False
+    if getattr(sys.unraisablehook, "_quiet", False):
+        return
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(
+            unraisable.exc_value
+        ):
+            _to_log(f"ignored: {unraisable.exc_value!r} in {unraisable.object!r}")
+        else:
+            previous(unraisable)
+
+    hook._quiet = True
+    sys.unraisablehook = hook
+    logging.getLogger("asyncio").addFilter(_orbax_futures)
+
+
+def _orbax_futures(record: logging.LogRecord) -> bool:
+    """asyncio's "Future exception was never retrieved" of orbax's failed background
+    writes: into the storage log, not onto the terminal."""
+    if "never retrieved" not in str(record.msg):
+        return True
+    _ToLog().emit(record)
+    return False
+
+
+def _to_log(text: str) -> None:
+    """Append ``text`` to the storage log; an error (a full disk) drops it."""
+    try:
+        with open(_quiet["log"], "a") as fh:
+            fh.write(text.rstrip("\n") + "\n")
+    except (OSError, TypeError):
+        pass
+
+
+class _ToLog(logging.Handler):
+    """A logging handler writing into the storage log (:func:`quiet_storage`)."""
+
+    def emit(self, record) -> None:
+        try:
+            _to_log(self.format(record))
+        except Exception:  # noqa: BLE001 - a log record must never stop a fit
+            pass
 
 
 class _Unreadable(CheckpointError):
@@ -276,8 +405,11 @@ def start(
     resume found nothing to continue from and the fit starts at step 0. Without
     ``resume`` the folder's checkpoints of an earlier run are set aside into
     ``<folder>.previous`` and deleted once this run's first checkpoint is written
-    (``cleared_checkpoints``: the folder and their steps). With
-    ``resume="strict"`` that case raises :class:`CheckpointError` instead."""
+    (``cleared_checkpoints``: the folder and their steps); with ``resume``, those that
+    a fresh fit set aside and never replaced (it stopped before its first checkpoint)
+    are taken back and continued (:meth:`Checkpointer.take_back`). With
+    ``resume="strict"`` a resume that finds no checkpoint raises :class:`CheckpointError`
+    instead of starting at step 0."""
     facts = {"resumed_from_step": None, "resumed_from": None}
     ckpt = (
         None
@@ -286,6 +418,8 @@ def start(
     )
     if not resume and ckpt is not None and (old := ckpt.set_aside()):
         facts["cleared_checkpoints"] = f"{ckpt.directory} (steps {', '.join(map(str, old))})"
+    if resume and ckpt is not None:
+        ckpt.take_back()  # a fresh fit's set-aside checkpoints, when it wrote none of its own
     try:
         restored = ckpt.restore(state) if resume and ckpt is not None else None
     except CheckpointError:
@@ -303,7 +437,7 @@ def start(
             if ckpt is not None:
                 ckpt.close()
             raise CheckpointError(
-                f"no usable checkpoint in {where}: resume='strict' does not start a fit afresh"
+                f"{NO_CHECKPOINT} {where}: resume='strict' does not start a fit afresh"
             )
         facts["no_checkpoint_in"] = where
     return ckpt, state, None, facts

@@ -246,6 +246,8 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
         where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
+        if tried and where["resume"] == "strict":  # the run continued began with the first law
+            where["resume"] = True
         if tried and run["progress"]:
             print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 import os
-
-import jax
+from typing import TYPE_CHECKING
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DeviceMemoryError
-from helmholtz_pinn.pinn import train
+
+if TYPE_CHECKING:  # JAX is imported where a device is asked: baseline checks go without it
+    import jax
+
+    from helmholtz_pinn.pinn import train
 
 MEMORY_FRACTION = 0.9  # share of a device's free memory the problem's arrays may take
 HOST_FRACTION = 0.8  # share of the host's available memory the results may take
@@ -31,6 +34,8 @@ def bytes_per_voxel(ndim: int, n_freq: int, n_comp: int) -> int:
 def free_device_memory(device: jax.Device | None = None) -> int | None:
     """Free bytes on ``device`` (default the first) from ``memory_stats()``; None where
     the backend does not report it (the CPU)."""
+    import jax
+
     device = device or jax.devices()[0]
     try:
         stats = device.memory_stats()
@@ -47,6 +52,8 @@ def check_device_memory(
     """Refuse (:class:`DeviceMemoryError`) ``rows`` voxel rows of ``per_voxel`` bytes on one
     device above ``MEMORY_FRACTION`` of its free memory (``free_bytes``, else measured;
     no check where the backend reports none). Returns the bytes needed."""
+    import jax
+
     need = int(rows) * int(per_voxel)
     free = free_device_memory(device) if free_bytes is None else int(free_bytes)
     if free is not None and need > MEMORY_FRACTION * free:
@@ -68,6 +75,9 @@ def member_bytes(spec: train.Spec, rows: int) -> int:
     depth + mu_width x mu_depth) hidden values x J jet rows (value and derivatives up to
     the form's order, :func:`helmholtz_pinn.pinn.model.jet_rows`) x 4 bytes x 3 (forward,
     kept for the backward pass, its gradient)."""
+    import jax
+
+    from helmholtz_pinn.pinn import train
     from helmholtz_pinn.pinn.model import jet_rows
 
     state = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
@@ -157,20 +167,27 @@ def building_bytes(grid: tuple[int, ...], n_freq: int, n_comp: int, ensemble: in
     return math.prod(grid) * max(128 * f * c, 40 * e * f if e > 1 else 0)
 
 
-def check_host_memory(need: int, what: str, *, available: int | None = None) -> int:
+def check_host_memory(
+    need: int, what: str, *, available: int | None = None, baseline: bool = False
+) -> int:
     """Refuse (:class:`DeviceMemoryError`) result arrays of ``need`` bytes (of ``what``,
     e.g. "grid 2000 x 2000, 3 frequencies, 2 components") above ``HOST_FRACTION`` of the
     host's ``available`` memory in bytes (default :func:`available_host_memory`; no check
-    where that is unknown): the rest is left to the Python and JAX runtime. Returns
-    ``need``."""
+    where that is unknown): the rest is left to the Python and JAX runtime. ``baseline``:
+    the message speaks of a baseline, not of a fit. Returns ``need``."""
     available = available_host_memory() if available is None else int(available)
     if available is not None and need > HOST_FRACTION * available:
+        whose = "a baseline on " if baseline else "the results of this fit ("
+        scope = "" if baseline else ": maps on every voxel of the grid)"
+        fewer = "use fewer frequencies" if baseline else (
+            "fit fewer frequencies (or a smaller ensemble or batch), fit a volume in slabs of "
+            "z-slices in separate runs"
+        )  # fmt: skip
         raise DeviceMemoryError(
-            f"the results of this fit ({what}: maps on every voxel of the grid) need "
-            f"{_size(need)} of host memory, but the host has {_size(available)} available "
-            f"(at most {HOST_FRACTION:.0%} may be used); crop the data to the "
-            "mask's bounding box, fit fewer frequencies (or a smaller ensemble or batch), fit "
-            "a volume in slabs of z-slices in separate runs, or use a machine with more memory"
+            f"{whose}{what}{scope} need{'s' if baseline else ''} {_size(need)} of host "
+            f"memory, but the host has {_size(available)} available (at most "
+            f"{HOST_FRACTION:.0%} may be used); crop the data to the mask's bounding box, "
+            f"{fewer}, or use a machine with more memory"
         )
     return need
 
@@ -201,6 +218,17 @@ def check_results_fit(
     what.append(f"{first.n_comp} components")
     what += ([f"an ensemble of {e}"] if e > 1 else []) + ([f"{s} datasets"] if s > 1 else [])
     return check_host_memory(need, ", ".join(what), available=available)
+
+
+def check_baseline_fits(dataset, *, available: int | None = None) -> int:
+    """:func:`check_host_memory` of what ``helmholtz-pinn baseline`` on ``dataset`` needs
+    (:func:`helmholtz_pinn.assess.baselines.baseline_bytes`); returns the bytes."""
+    from helmholtz_pinn.assess.baselines import baseline_bytes
+
+    grid, f, c = dataset.grid, dataset.n_freq, dataset.n_comp
+    need = baseline_bytes(grid, f, c)
+    what = f"grid {' x '.join(map(str, grid))}, {f} frequencies, {c} components"
+    return check_host_memory(need, what, available=available, baseline=True)
 
 
 def _size(n: int) -> str:

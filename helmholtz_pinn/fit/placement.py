@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import memory
-from helmholtz_pinn.pinn import model, train
+from helmholtz_pinn.pinn import compile_options, train
 
 AXIS = "devices"
 DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
@@ -168,10 +168,10 @@ def _named(axes, mesh: Mesh):
 
 
 def compiler_options(spec: train.Spec) -> dict:
-    """XLA options of a block: :func:`helmholtz_pinn.pinn.model.gemm_options` of its network
-    points per step (batch x patch) and dimension (cuBLAS GEMMs on a GPU for large batches
-    and volumes)."""
-    return model.gemm_options(spec.batch_size * spec.patch_size, spec.ndim)
+    """XLA options of a block: :func:`helmholtz_pinn.pinn.compile_options.gemm_options` of
+    its network points per step (batch x patch) and dimension (cuBLAS GEMMs on a GPU for
+    large batches and volumes)."""
+    return compile_options.gemm_options(spec.batch_size * spec.patch_size, spec.ndim)
 
 
 @functools.lru_cache(maxsize=32)
@@ -242,7 +242,7 @@ class Scheduled:
 @functools.lru_cache(maxsize=8)
 def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placement):
     """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on one device
-    (XLA options: :func:`helmholtz_pinn.pinn.model.phase_options`)."""
+    (XLA options: :func:`helmholtz_pinn.pinn.compile_options.phase_options`)."""
     fn = train.polish_fn(
         spec,
         n_iter,
@@ -250,7 +250,7 @@ def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placem
         members=bool(placement.members),
         shared_problem=placement.shared_problem,
     )
-    return jax.jit(fn, compiler_options=model.phase_options())
+    return jax.jit(fn, compiler_options=compile_options.phase_options())
 
 
 def polish_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement, state, problem):

@@ -14,6 +14,7 @@ expected.
 from __future__ import annotations
 
 import dataclasses
+import os
 import zipfile
 import zlib
 from pathlib import Path
@@ -204,6 +205,10 @@ def load(path: str | Path) -> Dataset:
         raise DatasetError(f"no such file: {path}")
     if path.is_dir():
         raise DatasetError(f"{path} is a directory; expected an .npz file")
+    if not path.is_file():  # a FIFO would block the read forever
+        raise DatasetError(
+            f"{path} is not a regular file (a pipe or a device); expected an .npz file"
+        )
     if not name.endswith(".npz"):
         suffix = ".nii.gz" if name.endswith(".nii.gz") else path.suffix
         hint = (
@@ -281,23 +286,27 @@ def _expand_bare_u(u: np.ndarray, spacing: np.ndarray) -> np.ndarray:
     return u
 
 
-def save(dataset: Dataset, path: str | Path) -> Path:
+def save(dataset: Dataset, path: str | Path, *, overwrite: bool = True) -> Path:
     """Write ``dataset`` to a ``.npz`` file.
 
     Writes exactly the contract keys; ``mu``, ``regions`` and ``affine`` are omitted
     when None. ``load(save(d, p))`` reproduces every field (values and dtypes) exactly.
-    The file is written beside and renamed into place.
+    The file is written beside and renamed into place; with ``overwrite=False`` it is
+    linked into place instead, which fails when the name is taken (also by another process
+    meanwhile).
 
     Args:
       dataset: the :class:`Dataset` to write.
       path: the file; must end in ``.npz``.
+      overwrite: replace an existing ``path`` (False: refuse it with an OutputError).
 
     Returns:
       ``path``.
 
     Raises:
       DatasetError: ``path`` does not end in ``.npz``.
-      OutputError: the write failed (a full disk); ``path`` is left as it was.
+      OutputError: the write failed (a full disk), or ``path`` exists and ``overwrite`` is
+        False; ``path`` is left as it was.
     """
     path = Path(path)
     if not path.name.lower().endswith(".npz"):
@@ -312,11 +321,19 @@ def save(dataset: Dataset, path: str | Path) -> Path:
         "rho": np.float64(dataset.rho),
         "affine": dataset.affine,
     }
-    tmp = path.with_name(path.name + ".partial")
+    taken = f"{path} already exists: overwrite=True replaces it"
+    if not overwrite and path.exists():  # before the work of writing it
+        raise OutputError(taken)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:  # written beside, then renamed: a failed write leaves no truncated .npz
         with open(tmp, "wb") as f:  # a file object: np.savez never renames it
             np.savez(f, **{k: v for k, v in arrays.items() if v is not None})
-        tmp.replace(path)
+        if overwrite:
+            tmp.replace(path)
+        else:
+            _link_new(tmp, path)
+    except FileExistsError:
+        raise OutputError(taken) from None
     except OSError as err:
         raise OutputError(
             f"cannot write {path}: {err.strerror or err}; nothing was written there"
@@ -324,6 +341,20 @@ def save(dataset: Dataset, path: str | Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """Give the written file ``tmp`` the name ``path`` unless that name is taken
+    (:class:`FileExistsError`): a hard link, atomic; where the file system has none, a
+    check and a rename."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (FAT, some network file systems)
+        if path.exists():
+            raise FileExistsError(path) from None
+        tmp.replace(path)
 
 
 def unit_amplitude(dataset: Dataset) -> tuple[Dataset, float]:

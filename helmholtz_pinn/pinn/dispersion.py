@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from helmholtz_pinn.pinn import train
-from helmholtz_pinn.pinn.model import once_options
+from helmholtz_pinn.pinn.compile_options import once_options
 
 CHUNK = 4096  # points per evaluation
 

@@ -30,6 +30,7 @@ import optax
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.pinn import forms, scaling
+from helmholtz_pinn.pinn.compile_options import once_options
 from helmholtz_pinn.pinn.forms import weak
 from helmholtz_pinn.pinn.model import (
     GRAD,
@@ -39,7 +40,6 @@ from helmholtz_pinn.pinn.model import (
     FourierMLP,
     apply_jet,
     apply_pair,
-    once_options,
     split_jet,
 )
 

@@ -103,6 +103,10 @@ def writing(out: Path):
 STAGE = ".writing"  # OUT/.writing/: a result being written, moved into OUT when whole
 MARKER = "complete.json"  # OUT/.writing/complete.json: the stage's files, written last
 LAST = "metrics.json"  # out of OUT first and into it last: a folder with it holds a whole result
+EARLIER = ".earlier"  # OUT/.writing/.earlier/: the earlier result, set aside during a swap
+# the folders a run writes in OUT (maps: the NIfTI maps; checkpoints and what a fresh run
+# sets aside; the stage): a file of one of these names is in the way
+SUBFOLDERS = ("maps", "checkpoints", "checkpoints.previous", STAGE)
 
 
 @contextlib.contextmanager
@@ -116,41 +120,100 @@ def staged(out: Path):
     What a reader can rely on: ``out`` with ``metrics.json`` holds one whole result
     (the earlier one until the swap starts, the new one once it is done); without it a
     swap was stopped half-way, and the next command into ``out`` (or ``save``) finishes
-    it. Renames are atomic against a killed process, not against a power cut (nothing
-    is fsynced)."""
+    it. A swap that fails (an error, not a kill) puts the earlier result back. Renames
+    are atomic against a killed process, not against a power cut (nothing is fsynced)."""
     import shutil
 
     stage = out / STAGE
     finish_swap(out)
+    check_folders(out)
     try:
         stage.mkdir()
         yield stage
         names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
         write_json(stage / MARKER, {"files": names})  # atomic: whole or absent
+        _check_room(out, names)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
     _swap(out, stage, names)
 
 
+def _check_room(out: Path, names: list[str]) -> None:
+    """Refuse (:class:`OutputError`) a result whose file ``names`` (relative to ``out``)
+    cannot be moved in: a file where a folder of theirs goes (``OUT/maps`` a file), or a
+    folder where a file goes. Checked before anything in ``out`` is touched."""
+    for name in names:
+        parts = Path(name).parts
+        for i in range(1, len(parts)):
+            folder = out.joinpath(*parts[:i])
+            if folder.exists() and not folder.is_dir():
+                raise OutputError(
+                    f"{folder} is a file where the results need a folder (for {name}): "
+                    "move it away or choose another output folder; nothing was replaced"
+                )
+        if (out / name).is_dir():
+            raise OutputError(
+                f"{out / name} is a folder where the results write a file: move it away or "
+                "choose another output folder; nothing was replaced"
+            )
+
+
 def _swap(out: Path, stage: Path, names: list[str]) -> None:
     """Move the staged files ``names`` (paths relative to ``stage``) into ``out``: first
-    ``metrics.json`` of the earlier result is deleted, then its other result files that
-    the new result does not replace; the new files are renamed in with ``metrics.json``
-    last; the stage is deleted. Repeated after a kill at any point, it ends the same:
-    files already moved are skipped, and ``metrics.json`` already in place is kept."""
+    the earlier result's files are moved aside into ``OUT/.writing/.earlier/``
+    (``metrics.json`` first), then the new files are renamed in with ``metrics.json``
+    last, then the stage is deleted. Repeated after a kill at any point, it ends the
+    same (rolled forward): new files already moved in are kept. An error (not a kill)
+    puts the earlier result back (:func:`_roll_back`) and raises :class:`OutputError`."""
     import shutil
 
-    if (stage / LAST).is_file() or LAST not in names:
-        (out / LAST).unlink(missing_ok=True)
-    for path in _result_paths(out):
-        if path.relative_to(out).as_posix() not in names:
-            path.unlink()
-    for name in sorted(names, key=lambda n: n == LAST):
-        if (stage / name).is_file():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (stage / name).replace(out / name)
+    earlier = stage / EARLIER
+    try:
+        for path in sorted(_result_paths(out), key=lambda p: p.name != LAST):
+            name = path.relative_to(out).as_posix()
+            if name in names and not (stage / name).exists():
+                continue  # the new file, moved in before a kill
+            (earlier / name).parent.mkdir(parents=True, exist_ok=True)
+            path.replace(earlier / name)
+        for name in sorted(names, key=lambda n: n == LAST):
+            if (stage / name).is_file():
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                (stage / name).replace(out / name)
+    except OSError as err:
+        kept = _roll_back(out, stage, names)
+        what = err.strerror or str(err)
+        raise OutputError(
+            f"cannot move the new result into {out}: {what} ({err.filename or 'a file'}); "
+            + (
+                "the earlier result is back in place"
+                if kept
+                else f"the next command into {out} finishes the move"
+            )
+        ) from None
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def _roll_back(out: Path, stage: Path, names: list[str]) -> bool:
+    """Undo a failed :func:`_swap`: the new files moved in go back to the stage, the
+    earlier ones come back from ``.earlier`` (``metrics.json`` last), the stage is
+    deleted. Whether that worked (else the stage stays, to be rolled forward)."""
+    import shutil
+
+    earlier = stage / EARLIER
+    try:
+        for name in names:
+            if (out / name).is_file() and not (stage / name).exists():
+                (out / name).replace(stage / name)
+        back = [p for p in earlier.rglob("*") if p.is_file()] if earlier.is_dir() else []
+        for path in sorted(back, key=lambda p: p.name == LAST):
+            name = path.relative_to(earlier)
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            path.replace(out / name)
+    except OSError:
+        return False
+    shutil.rmtree(stage, ignore_errors=True)
+    return True
 
 
 def finish_swap(out: Path) -> str | None:
@@ -175,6 +238,7 @@ def finish_swap(out: Path) -> str | None:
             f"{out}: removed the unfinished result of a run stopped while writing it "
             f"({stage}); the earlier result was not touched"
         )
+    _check_room(out, names)
     _swap(out, stage, names)
     return f"{out}: finished moving in the new result that a stopped run left half-moved"
 
@@ -185,6 +249,58 @@ def finish_swaps(out: Path) -> list[str]:
     folder lock is held."""
     folders = [out, *sorted(p.parent for p in Path(out).glob(f"*/{STAGE}"))]
     return [note for folder in folders if (note := finish_swap(folder))]
+
+
+def check_folders(out: Path, names: tuple[str, ...] = (STAGE,)) -> None:
+    """Refuse (:class:`OutputError`) a file in ``out`` named like one of the folders
+    ``names`` that a run writes there (:data:`SUBFOLDERS`)."""
+    for name in names:
+        path = Path(out) / name
+        if path.exists() and not path.is_dir():
+            raise OutputError(
+                f"{path} is a file, but a run writes a folder of that name there: move it "
+                "away or choose another output folder"
+            )
+
+
+def check_output(out: Path, *, nifti: bool = False, checkpoints: bool = False) -> None:
+    """What makes writing a result into ``out`` fail, found before any work: a name that
+    is not UTF-8 (the results name their folder in JSON and on the terminal), a file
+    where a run writes a folder (``OUT/.writing``, with ``nifti`` ``OUT/maps``, with
+    ``checkpoints`` ``OUT/checkpoints`` and ``OUT/checkpoints.previous``) or a folder where
+    it writes a result file. Raises :class:`OutputError` with one line."""
+    text = str(out)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        raise OutputError(
+            f"the output folder name {raw!r} is not valid UTF-8: choose a name in UTF-8"
+        ) from None
+    names = (STAGE,) + (("maps",) if nifti else ()) + (SUBFOLDERS[1:3] if checkpoints else ())
+    check_folders(out, names)
+    for name in (*RESULT_FILES, "failure.json"):
+        if (Path(out) / name).is_dir():
+            raise OutputError(
+                f"{Path(out) / name} is a folder, but a run writes a file of that name "
+                "there: move it away or choose another output folder"
+            )
+
+
+def checkpoint_steps(out: Path) -> list[Path]:
+    """The checkpoint step folders of earlier runs in ``out``: ``OUT/checkpoints/<step>``
+    and below (a law's or a chunk's folder), and those set aside in ``*.previous``."""
+    folders = [Path(out) / "checkpoints", Path(out) / "checkpoints.previous"]
+    found = []
+    for top in folders:
+        if top.is_dir():
+            found += [
+                p
+                for p in top.rglob("*")
+                if p.is_dir() and p.name.isdigit()
+                and not any(q.name.isdigit() for q in p.relative_to(top).parents if q.name)
+            ]  # fmt: skip
+    return sorted(found)
 
 
 def write_npz(path: Path, **arrays) -> None:

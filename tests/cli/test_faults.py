@@ -8,6 +8,7 @@ command into the same folder is refused while the first finishes right."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import orbax.checkpoint as ocp
 import pytest
 from settings import SMALL, plane_wave_dataset
 
+from helmholtz_pinn.assess import laws
 from helmholtz_pinn.cli import commands as cli
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import OutputError
@@ -179,3 +181,159 @@ def test_a_second_run_into_the_same_folder_is_refused_while_the_first_finishes_r
     config = json.loads((out / "config.json").read_text())
     assert config["seed"] == 0 and not (out / LOCK_NAME).exists()
     np.testing.assert_array_equal(np.load(out / "mu.npz")["mu"], np.load(alone / "mu.npz")["mu"])
+
+
+# --- round two: --resume never replaces a result; one line for every fault --------------
+
+
+@pytest.fixture(scope="module")
+def finished_fit(files, tmp_path_factory):
+    """A finished voigt fit with its checkpoints (test_checkpoint's compiled program)."""
+    out = tmp_path_factory.mktemp("finished") / "out"
+    args = ["invert", str(files[0]), "--out", str(out), "--steps", "10", *TINY]
+    assert cli.main([*args, "--sync-interval", "5", "--mu-ref", "3000"]) == 0
+    return out
+
+
+def _resumed(out, files, *more):
+    args = ["invert", str(files[0]), "--out", str(out), "--steps", "10", *TINY, "--resume"]
+    return cli.main([*args, "--sync-interval", "5", "--mu-ref", "3000", *more])
+
+
+@pytest.mark.parametrize("held", ["a baseline", "a --no-checkpoints fit", "another --mu-model"])
+def test_resume_never_replaces_a_finished_result(held, finished_fit, files, tmp_path, capsys):
+    """--resume that finds no checkpoint where it looks (none at all, or another law's
+    folder) refuses with one line and leaves the result as it was."""
+    out = tmp_path / "out"
+    more = []
+    if held == "a baseline":
+        assert cli.main(["baseline", str(files[0]), "--out", str(out)]) == 0
+    else:
+        shutil.copytree(finished_fit, out)
+    if held == "a --no-checkpoints fit":
+        shutil.rmtree(out / "checkpoints")
+    where = out.absolute() / "checkpoints"
+    if held == "another --mu-model":  # auto keeps its checkpoints in checkpoints/<law>/
+        more, where = ["--mu-model", "auto"], where / laws.ORDER[0]
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert _resumed(out, files, *more) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"helmholtz-pinn invert: error: {out} holds a finished result (mu.npz) and no "
+        f"usable checkpoint in {where}: --resume continues a run and never replaces a "
+        "result; pass --overwrite (without --resume) to fit afresh, or choose another --out"
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_fresh_run_into_an_earlier_runs_checkpoints_needs_a_flag(files, tmp_path, capsys):
+    (tmp_path / "checkpoints" / "20").mkdir(parents=True)  # an interrupted run's
+    assert cli.main(["invert", str(files[0]), "--out", str(tmp_path), *TINY]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"helmholtz-pinn invert: error: {tmp_path} holds an earlier run's checkpoints "
+        f"({tmp_path / 'checkpoints' / '20'}): pass --resume to continue that run, "
+        "--overwrite to start afresh (they are deleted once the new run has its first "
+        "checkpoint), or choose another --out"
+    )
+    assert (tmp_path / "checkpoints" / "20").is_dir()
+
+
+def test_an_unwritable_cache_or_tensorboard_folder_is_one_line(
+    files, tmp_path, monkeypatch, capsys
+):
+    """A read-only HOME (the default compile cache): a note, and the run goes on without
+    the cache; an unwritable --cache-dir or --tensorboard: one line, exit 2, no training."""
+    from helmholtz_pinn.fit import compile_cache, inversion
+
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where a folder would go")
+    monkeypatch.setattr(compile_cache, "DEFAULT_DIR", blocked / "jax")
+    cli._compile_cache(None)
+    note = capsys.readouterr().err.strip()
+    assert note == (
+        f"note: cannot create the compile cache folder {blocked / 'jax'}: Not a directory; "
+        "running without it (--cache-dir DIR gives it a folder)"
+    )
+    monkeypatch.setattr(compile_cache, "DEFAULT_DIR", tmp_path / "cache")
+    monkeypatch.setattr(inversion, "invert", lambda *a, **k: pytest.fail("trained"))
+    for option in ("--cache-dir", "--tensorboard"):
+        args = ["invert", str(files[0]), "--out", str(tmp_path / option), *TINY]
+        assert cli.main([*args, option, str(blocked / "sub")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and f"{blocked / 'sub'}" in err and "Not a directory" in err
+
+
+def test_a_baseline_larger_than_the_host_is_refused_with_one_line(
+    files, tmp_path, monkeypatch, capsys
+):
+    from helmholtz_pinn.fit import memory
+
+    monkeypatch.setattr(memory, "available_host_memory", lambda: 100 * 2**10)
+    out = tmp_path / "out"
+    assert cli.main(["baseline", str(files[0]), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        "helmholtz-pinn baseline: error: a baseline on grid 12 x 12, 2 frequencies, 2 "
+        "components needs 146.2 KiB of host memory, but the host has 100.0 KiB available"
+    )
+    assert "\n" not in err and not out.exists()
+
+
+def test_a_fifo_named_npz_is_refused_not_waited_on(tmp_path, capsys):
+    import threading
+
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    status = []
+    run = threading.Thread(
+        target=lambda: status.append(cli.main(["invert", str(fifo), "--out", str(tmp_path)])),
+        daemon=True,
+    )
+    run.start()
+    run.join(timeout=60)
+    assert status == [2], "invert hung on a FIFO"
+    assert capsys.readouterr().err.strip() == (
+        f"helmholtz-pinn invert: error: {fifo} is not a regular file (a pipe or a device); "
+        "expected an .npz file"
+    )
+
+
+def test_simulate_replaces_a_dataset_only_with_overwrite(tmp_path, capsys):
+    out = tmp_path / "d.npz"
+    out.write_bytes(b"a user's dataset")
+    assert cli.main(["simulate", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"helmholtz-pinn simulate: error: {out} already exists: pass --overwrite to replace it"
+    )
+    assert out.read_bytes() == b"a user's dataset"
+    small = ["--phantom", "homogeneous", "--frequencies", "60", "--components", "1"]
+    assert cli.main(["simulate", "--out", str(out), *small, "--overwrite"]) == 0
+    assert data.load(out).n_freq == 1
+
+
+def test_of_two_writers_of_one_dataset_the_second_is_refused(files, tmp_path, monkeypatch):
+    """Another command writes the same file while this one writes it: this one is
+    refused (the name is taken when its file is linked in), the other's file stays."""
+    out, real = tmp_path / "d.npz", np.savez
+
+    def other_writes_meanwhile(*args, **kwargs):
+        out.write_bytes(b"the other command's dataset")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(np, "savez", other_writes_meanwhile)
+    with pytest.raises(OutputError, match="d.npz already exists: overwrite=True replaces it"):
+        data.save(data.load(files[0]), out, overwrite=False)
+    assert out.read_bytes() == b"the other command's dataset"
+    assert [p.name for p in tmp_path.iterdir()] == ["d.npz"]  # no partial file left
+
+
+def test_a_read_only_home_gives_matplotlib_a_temporary_folder_quietly(tmp_path, monkeypatch):
+    """matplotlib would print two warning lines where ~/.config cannot be written."""
+    blocked = tmp_path / "file"
+    blocked.write_text("HOME's .config cannot be made here")
+    monkeypatch.setenv("MPLCONFIGDIR", "set by the test")
+    monkeypatch.delenv("MPLCONFIGDIR")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocked))
+    cli._matplotlib_config()
+    folder = os.environ["MPLCONFIGDIR"]
+    assert os.path.isdir(folder) and os.access(folder, os.W_OK)

@@ -312,3 +312,113 @@ def test_an_earlier_runs_checkpoints_survive_until_the_new_run_has_one(data, tmp
     monkeypatch.setattr(ocp.CheckpointManager, "save", save)
     invert(data, CFG, checkpoint_dir=folder, **RUN)
     assert not previous.exists()
+
+
+# --- round two: what resume must never lose ------------------------------------------
+
+
+def test_a_resume_after_a_fresh_run_stopped_before_its_first_checkpoint_uses_the_earlier_ones(
+    data, interrupted, tmp_path, monkeypatch
+):
+    """A fresh fit set the earlier run's checkpoint aside (checkpoints.previous) and
+    stopped before writing its own: a resume continues the earlier one (step 5), and
+    one with other settings is refused by name with the checkpoint kept."""
+    import orbax.checkpoint as ocp
+
+    folder = shutil.copytree(interrupted, tmp_path / "checkpoints")
+
+    def full(self, step, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(ocp.CheckpointManager, "save", full)
+        with pytest.raises(OutputError):
+            invert(data, CFG, checkpoint_dir=folder, **RUN)
+    assert [p.name for p in (tmp_path / "checkpoints.previous").iterdir()] == ["5"]
+    with pytest.raises(CheckpointError, match="settings differ \\(seed: saved 0, now 7\\)"):
+        invert(data, CFG.replace(seed=7), checkpoint_dir=folder, resume=True, **RUN)
+    assert (folder / "5").is_dir()  # taken back, not deleted
+    resumed = invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    assert resumed.metrics["resumed_from_step"] == 5
+
+
+def _edit_host_item(step_folder: Path, edit) -> None:
+    import json
+
+    path = step_folder / "host" / "metadata"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+
+
+def test_a_newest_checkpoint_lacking_a_key_falls_back_to_the_older_one(data, finished, tmp_path):
+    """Valid JSON without the host state (a checkpoint of another version): one note,
+    the older checkpoint used, no KeyError."""
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    _edit_host_item(folder / "10", lambda meta: meta.pop("host"))
+    res = invert(data, CFG, checkpoint_dir=folder, resume=True, **RUN)
+    assert res.metrics["resumed_from_step"] == 5
+    note = [n for n in res.metrics["notes"] if "cannot be restored" in n]
+    assert len(note) == 1 and "does not match this version: KeyError 'host'" in note[0]
+    np.testing.assert_array_equal(res.mu, finished[1])
+
+
+def test_a_saved_config_without_a_newer_field_is_not_other_settings(data, finished, tmp_path):
+    """A checkpoint written before a Config field existed: the field counts as its
+    default, so an unchanged command resumes; a changed one is still refused."""
+    folder = shutil.copytree(finished[0], tmp_path / "checkpoints")
+    for step in ("5", "10"):
+        _edit_host_item(folder / step, lambda meta: meta["config"].pop("max_retries"))
+    res = invert(data, CFG, checkpoint_dir=folder, resume="strict", **RUN)
+    assert res.metrics["resumed_from_step"] == 10
+    with pytest.raises(CheckpointError, match="max_retries: saved 3, now 4"):
+        invert(data, CFG.replace(max_retries=4), checkpoint_dir=folder, resume=True, **RUN)
+
+
+def test_orbax_noise_goes_to_a_log_in_the_checkpoint_folder(tmp_path, capfd):
+    """What orbax reports itself (its absl log records with tracebacks, asyncio's
+    "never retrieved" futures, the "Event loop is closed" errors of its callbacks after a
+    failed read) goes to OUT/checkpoints/storage.log, not to the terminal."""
+    import logging
+    import sys
+    import types
+
+    from helmholtz_pinn.fit import checkpoints
+
+    folder = tmp_path / "checkpoints"
+    checkpoints.Checkpointer(folder, CFG, 1).close()
+    capfd.readouterr()
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError:
+        logging.getLogger("absl").exception("Save Finalize thread (save_finalize) failed.")
+    logging.getLogger("asyncio").error("Future exception was never retrieved")
+    closed = RuntimeError("Event loop is closed")
+    sys.unraisablehook(types.SimpleNamespace(exc_value=closed, object="a callback"))
+    assert capfd.readouterr().err == ""
+    log = (folder / checkpoints.LOG).read_text()
+    assert "save_finalize" in log and "No space left on device" in log
+    assert "never retrieved" in log and "Event loop is closed" in log
+
+
+def test_a_failed_background_write_raised_again_at_close_is_still_one_line(
+    data, tmp_path, monkeypatch
+):
+    """orbax raises the failed write again when the manager closes: the fit still ends
+    with the one OutputError line, and no temporary folder stays."""
+    import orbax.checkpoint as ocp
+
+    folder = tmp_path / "checkpoints"
+
+    def full(self, step, *args, **kwargs):
+        (Path(self.directory) / f"{step}.orbax-checkpoint-tmp").mkdir(parents=True)
+        raise OSError(28, "No space left on device")
+
+    def close(self):
+        raise ValueError("RESOURCE_EXHAUSTED: background write failed")
+
+    monkeypatch.setattr(ocp.CheckpointManager, "save", full)
+    monkeypatch.setattr(ocp.CheckpointManager, "close", close)
+    with pytest.raises(OutputError, match="cannot write checkpoint .*: No space left on device"):
+        invert(data, CFG, checkpoint_dir=folder, **RUN)
+    assert not list(folder.glob("*.orbax-checkpoint-tmp*"))

@@ -192,14 +192,15 @@ def test_large_batches_and_volumes_get_cublas_gemms_on_a_gpu_only(monkeypatch):
     docs/performance.md); on the CPU a block gets no XLA options at all."""
     from helmholtz_pinn.config import Config
     from helmholtz_pinn.fit import placement
-    from helmholtz_pinn.pinn import model, train
+    from helmholtz_pinn.pinn import compile_options, train
 
     def spec(batch):
         return train.Spec.of(Config(batch_size=batch), 2, 1, 1)
 
-    big, small = spec(model.CUBLAS_MIN_POINTS), spec(model.CUBLAS_MIN_POINTS - 1)
+    points = compile_options.CUBLAS_MIN_POINTS
+    big, small = spec(points), spec(points - 1)
     assert placement.compiler_options(big) == {}  # this test runs on the CPU
-    monkeypatch.setattr(model.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(compile_options.jax, "default_backend", lambda: "gpu")
     assert placement.compiler_options(big) == {"xla_gpu_enable_triton_gemm": False}
     assert placement.compiler_options(small) == {}
     volume = train.Spec.of(Config(batch_size=64), 3, 1, 3)  # every 3-D block: cuBLAS

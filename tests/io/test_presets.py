@@ -122,7 +122,7 @@ def test_cli_convert_preset_and_phase(tmp_path, rng):
     series = _mdev_phase(one[None, None], offset=2.0)[..., 0, 0]  # (5, 7, 3, 8)
     scipy.io.savemat(tmp_path / "w.mat", {"ph": np.angle(np.exp(1j * series))})
     argv = ["convert", str(tmp_path / "w.mat"), "--out", str(out), "--axes", "xyzt"]
-    argv += ["--frequency", "60", "--spacing", "1", "--spacing-unit", "mm"]
+    argv += ["--frequency", "60", "--spacing", "1", "--spacing-unit", "mm", "--overwrite"]
     assert main([*argv, "--phase", "time"]) == 0
     np.testing.assert_allclose(load(out).u[0, 0], one, atol=1e-10)
     assert main(argv) == 0  # without --phase the wrapped images are taken as displacement

@@ -5,6 +5,7 @@ with the stage's marker, rolled back without it), and a folder holding metrics.j
 holds one whole result at every moment of the swap."""
 
 import errno
+import os
 import shutil
 from pathlib import Path
 
@@ -93,7 +94,8 @@ def test_a_swap_killed_after_the_first_rename_is_finished_by_the_next_command(
         if self.parent.name == files.STAGE and Path(target).parent == out:
             if new:
                 raise Killed
-            new.update(_contents(self.parent))  # the whole staged result
+            staged = _contents(self.parent).items()  # the whole staged result
+            new.update((k, v) for k, v in staged if not k.startswith(files.EARLIER))
             del new[files.MARKER]
         return replace(self, target)
 
@@ -181,3 +183,95 @@ def test_a_folder_with_metrics_json_holds_one_whole_result_at_every_step_of_a_sw
         assert files.finish_swap(out).startswith(f"{out}: finished moving in")
         assert _contents(out) == whole_new, f"killed at step {k}"
     assert 8 <= k < 20
+
+
+def test_a_failed_rename_during_the_swap_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
+    """An error (a full disk, EIO) at each rename of a swap in turn: the folder holds the
+    earlier result, byte for byte, with no stage left; the next save works."""
+    old = {"mu.npz": b"old mu", "metrics.json": b"old", "uncertainty.png": b"old spread"}
+    old |= {"maps/a.nii.gz": b"old a", "notes.txt": b"the user's"}
+    new = {"mu.npz": b"new mu", "metrics.json": b"new", "maps/b.nii.gz": b"new b"}
+    replace = Path.replace
+    for k in range(1, 20):
+        out = tmp_path / str(k)
+        for name, content in old.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(content)
+        renames = []
+
+        def fails_at_k(path, target, out=out, renames=renames, k=k):
+            if (out / files.STAGE / files.MARKER).is_file() and out in Path(path).parents:
+                renames.append(path)
+                if len(renames) == k:
+                    raise OSError(errno.ENOSPC, "No space left on device", str(target))
+            return replace(path, target)
+
+        monkeypatch.setattr(Path, "replace", fails_at_k)
+        try:
+            with files.staged(out) as stage:
+                for name, content in new.items():
+                    (stage / name).parent.mkdir(exist_ok=True)
+                    (stage / name).write_bytes(content)
+        except OutputError as err:
+            assert str(err).endswith("the earlier result is back in place"), k
+        monkeypatch.undo()
+        if len(renames) < k:  # the swap ran to its end: every rename was tried
+            break
+        assert _contents(out) == old, f"failed at rename {k}"
+        with files.staged(out) as stage:  # a later command works
+            (stage / "metrics.json").write_bytes(b"later")
+        assert (out / "metrics.json").read_bytes() == b"later"
+    assert 7 <= k < 20
+
+
+@pytest.mark.parametrize("name", ["maps", "mu.npz"])
+def test_a_file_or_folder_in_the_way_is_named_before_anything_is_replaced(tmp_path, name):
+    """A file named ``maps`` where the NIfTI maps go (or a folder named like a result
+    file): one line naming it, the earlier result untouched, no stage left; the next
+    command works once it is moved away."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metrics.json").write_bytes(b"earlier")
+    in_the_way = out / name
+    in_the_way.mkdir() if name.endswith(".npz") else in_the_way.write_bytes(b"user's")
+    before = _contents(out)
+    with pytest.raises(OutputError, match=f"{in_the_way} is a (file|folder) where"):
+        with files.staged(out) as stage:
+            (stage / "maps").mkdir()
+            (stage / "maps" / "a.nii.gz").write_bytes(b"new a")
+            (stage / "mu.npz").write_bytes(b"new mu")
+            (stage / "metrics.json").write_bytes(b"new")
+    assert _contents(out) == before and not (out / files.STAGE).exists()
+    with pytest.raises(OutputError, match=f"{in_the_way} is a (file|folder), but a run"):
+        files.check_output(out, nifti=True)
+
+
+@pytest.mark.parametrize("name", ["checkpoints", ".writing", "checkpoints.previous"])
+def test_a_file_named_like_an_output_folder_is_refused_before_training(
+    name, tmp_path, monkeypatch, capsys
+):
+    from helmholtz_pinn.fit import inversion
+
+    def never(*args, **kwargs):
+        pytest.fail("trained although the output folder cannot take the result")
+
+    monkeypatch.setattr(inversion, "invert", never)
+    data.save(plane_wave_dataset(n=12), tmp_path / "d.npz")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_bytes(b"a user's file")
+    assert main(["invert", str(tmp_path / "d.npz"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"helmholtz-pinn invert: error: {out / name} is a file, but a run writes a folder "
+        "of that name there: move it away or choose another output folder"
+    )
+    assert (out / name).read_bytes() == b"a user's file"
+
+
+def test_an_output_name_that_is_not_utf8_is_refused_before_training(tmp_path, capsys):
+    out = tmp_path / os.fsdecode(b"res\xff")
+    data.save(plane_wave_dataset(n=12), tmp_path / "d.npz")
+    assert main(["baseline", str(tmp_path / "d.npz"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("is not valid UTF-8: choose a name in UTF-8") and "\n" not in err
+    assert not out.exists()
