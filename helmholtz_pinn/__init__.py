@@ -17,8 +17,10 @@ import importlib
 # before it (tests/test_architecture.py). The data flow a user sees is io -> forward ->
 # pinn -> fit -> assess -> report -> cli; assess stands below pinn and fit because the
 # classical numerics it holds (stencils, AHI, metrics, checks) need no network, and the
-# PINN uses them (the noise level, the reference modulus, the fit's checks).
-LAYERS = ("errors", "config", "io", "forward", "assess", "pinn", "report", "fit", "cli")
+# PINN uses them (the noise level, the reference modulus, the fit's checks). The
+# viscoelastic laws stand below everything that reads them: the Config, the simulators,
+# the clinical outputs and the network.
+LAYERS = ("errors", "laws", "config", "io", "forward", "assess", "pinn", "report", "fit", "cli")
 
 _EXPORTS = {
     "Config": "config",
