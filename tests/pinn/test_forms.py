@@ -160,12 +160,13 @@ def test_the_pressure_comes_from_the_configured_network_with_its_gradient(where)
     import jax
     import jax.numpy as jnp
 
+    from helmholtz_pinn import laws
     from helmholtz_pinn.pinn import scaling, train
     from helmholtz_pinn.pinn.model import VALUE, apply_jet
 
     n_freq, n_comp = 2, 3
     spec = train.Spec.of(Config(**SMALL, aux_network=where), 2, n_freq, n_comp)
-    n_u, n_mu = 2 * n_freq * n_comp, scaling.mu_channels(n_freq, "voigt")
+    n_u, n_mu = 2 * n_freq * n_comp, laws.get("voigt").channels(n_freq)
     assert (spec.u_outputs, spec.mu_outputs) == (
         (n_u, n_mu + 2 * n_freq) if where == "mu" else (n_u + 2 * n_freq, n_mu)
     )
