@@ -109,6 +109,22 @@ def test_curl_form_is_blind_to_compressional_waves():
     assert amp_p < 0.02 * amp_s
 
 
+def test_each_form_carries_its_margin_spread_limit_and_lbfgs_default():
+    """The per-form knobs: navier's margin (a sixth of a wavelength, 3-D only), tighter
+    spread limit and L-BFGS phase; the weak form's margin its patches' half-width; the
+    others none of these (docs/defaults.md)."""
+    from helmholtz_pinn.pinn.forms import weak
+
+    navier = forms.get("navier")
+    assert navier.pde_margin == {3: 1 / 6} and navier.spread_max == 0.0025
+    assert navier.lbfgs_default
+    assert forms.get("weak").pde_margin == {2: weak.HALF_WIDTH, 3: weak.HALF_WIDTH}
+    for name in ("helmholtz", "hetero", "curl", "weak"):
+        form = forms.get(name)
+        assert form.spread_max == 0.02 and not form.lbfgs_default, name
+        assert name == "weak" or form.pde_margin == {}, name
+
+
 def test_auto_picks_navier_for_three_components_and_hetero_otherwise():
     assert forms.resolve("auto", 3) == "navier"
     assert forms.resolve("auto", 2) == "hetero"
