@@ -149,14 +149,19 @@ def maxwell_network(value, grad, omega_ratio):
     return mu, (d**2 * dg + g**2 * dd) / (g + d) ** 2
 
 
+def maxwell_modulus(p: Maxwell, f):
+    """mu = i omega eta G / (G + i omega eta) (Pa) at f Hz."""
+    dashpot = 1j * 2 * np.pi * f * p.viscosity
+    return dashpot * p.storage / (p.storage + dashpot)
+
+
 MAXWELL = laws.Law(
     name="maxwell",
     equation="mu = i omega eta G / (G + i omega eta)",
     channels=lambda n_freq: 2,
     network=maxwell_network,
     parameters=Maxwell,
-    modulus=lambda p, f: 1j * 2 * np.pi * f * p.viscosity * p.storage
-    / (p.storage + 1j * 2 * np.pi * f * p.viscosity),
+    modulus=maxwell_modulus,
     valid=lambda p: p.storage > 0 and p.viscosity > 0,
     requires="storage > 0 Pa and viscosity > 0 Pa s",
     min_frequencies=2,
