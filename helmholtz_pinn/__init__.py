@@ -17,9 +17,23 @@ import importlib
 # before it (tests/test_architecture.py). The data flow a user sees is io -> forward ->
 # pinn -> fit -> assess -> report -> cli; assess stands below pinn and fit because the
 # classical numerics it holds (stencils, AHI, metrics, checks) need no network, and the
-# PINN uses them (the noise level, the reference modulus, the fit's checks). ``lab``, the
-# internals that scripts/ may use, stands above them all; nothing in the package uses it.
-LAYERS = ("errors", "config", "io", "forward", "assess", "pinn", "report", "fit", "cli", "lab")
+# PINN uses them (the noise level, the reference modulus, the fit's checks). The
+# viscoelastic laws stand below everything that reads them: the Config, the simulators,
+# the clinical outputs and the network. ``lab``, the internals that scripts/ may use, stands
+# above them all; nothing in the package uses it.
+LAYERS = (
+    "errors",
+    "laws",
+    "config",
+    "io",
+    "forward",
+    "assess",
+    "pinn",
+    "report",
+    "fit",
+    "cli",
+    "lab",
+)
 
 _EXPORTS = {
     "Config": "config",

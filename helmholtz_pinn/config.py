@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from helmholtz_pinn import laws
 from helmholtz_pinn.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "sin")
-MU_MODELS = ("auto", "voigt", "per-frequency", "springpot", "springpot-dashpot")
 WEIGHTINGS = ("noise", "uniform")
 AUX_NETWORKS = ("mu", "u")
 
@@ -47,15 +47,12 @@ class Config:
         (the elastic equation integrated against divergence-free test fields on small
         patches: no pressure, first derivatives only) or auto (navier for three-component
         data, hetero otherwise).
-      mu_model: the viscoelastic law: voigt (mu = G' + i omega eta, shared by all
-        frequencies), springpot (mu = kappa (i omega)^alpha, 0 < alpha < 1 varying in
-        space, the phase angle alpha pi / 2 shared by all frequencies), springpot-dashpot
-        (mu = kappa (i omega)^alpha + i omega eta: both laws in one, eta = 0 the
-        springpot, alpha = 0 Voigt; two or more frequencies), per-frequency (an
-        independent complex modulus per frequency) or auto (chosen by the data: the
-        springpot and Voigt are both fitted and the one whose fit satisfies the PDE at
-        every frequency more alike is kept, helmholtz_pinn.assess.laws; one frequency
-        needs no law: per-frequency).
+      mu_model: the viscoelastic law, a module of helmholtz_pinn.laws (each states its
+        equation mu(omega); some need two or more frequencies), or auto (chosen by the
+        data: the laws of helmholtz_pinn.laws.auto() are each fitted and the one whose fit
+        satisfies the PDE at every frequency more alike is kept,
+        helmholtz_pinn.assess.laws; one frequency needs no law: an independent modulus per
+        frequency).
       aux_network: the network that outputs the navier pressure, u or mu; None: mu for
         2-D data, u for one 3-D fit.
       weighting: noise (each frequency's and component's field weighs 1 / n^2, n its
@@ -119,7 +116,7 @@ class Config:
     sigma_ratio_z: float = 0.25
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
-    mu_model: Literal["auto", "voigt", "per-frequency", "springpot", "springpot-dashpot"] = "auto"
+    mu_model: str = "auto"
     aux_network: Literal["mu", "u"] | None = None
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03
@@ -148,7 +145,7 @@ class Config:
 
     def __post_init__(self):
         _choice("activation", self.activation, ACTIVATIONS)
-        _choice("mu_model", self.mu_model, MU_MODELS)
+        _choice("mu_model", self.mu_model, ("auto", *laws.available()))
         _choice("weighting", self.weighting, WEIGHTINGS)
         _choice("aux_network", self.aux_network, (*AUX_NETWORKS, None))
         for name in POSITIVE_INTS:

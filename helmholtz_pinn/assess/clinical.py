@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from helmholtz_pinn import laws
 from helmholtz_pinn.assess.metrics import finite_or_none as _finite
 from helmholtz_pinn.assess.metrics import region_medians
 from helmholtz_pinn.errors import InputError
@@ -47,7 +48,6 @@ QUANTITIES = {
 UNITS = {name: unit for name, (_, unit, _) in QUANTITIES.items()}
 
 __all__ = [
-    "MODEL_PARAMETERS",
     "QUANTITIES",
     "UNITS",
     "model_parameters",
@@ -142,7 +142,7 @@ def summaries(
          "regions": {"60Hz": {"1": {"storage": ...}, "2": ...}}}  # with region labels
 
     Medians are taken inside ``mask``; ``regions`` (labels >= 1, shape ``grid``) adds
-    one entry per label found in the mask. A Voigt or springpot fit (``mu_model``) adds
+    one entry per label found in the mask. A fit of a law with parameters (``mu_model``) adds
     ``"model": {"name": ..., "units": ..., "mask": {...}, "regions": {...}}`` with the
     medians of its parameters (:func:`model_parameters`).
     """
@@ -161,7 +161,7 @@ def summaries(
             out["regions"][label] = by_region
     params = model_parameters(mu, frequency, mu_model)
     if params:
-        units = {k: MODEL_PARAMETERS[mu_model][k][1] for k in params}
+        units = {k: laws.get(mu_model).maps[k].unit for k in params}
         entry = {"name": mu_model, "units": units}
         entry["mask"] = {k: _median(v[mask]) for k, v in params.items()}
         if regions is not None:
@@ -182,7 +182,8 @@ def nifti_maps(
     ``speed_m_per_s_60Hz``, ``phase_rad_60Hz`` (labels as in :func:`per_map`); the
     description (NIfTI ``descrip``, at most 80 characters) names the quantity and its
     unit, e.g. ``"storage G' in Pa, 60Hz"`` (NIfTI has no unit field for intensities).
-    A Voigt or springpot fit adds its parameters, ``viscosity_Pa_s`` or ``alpha_1``.
+    A fit of a law with parameters adds their maps (:func:`model_parameters`), e.g.
+    ``viscosity_Pa_s``.
     """
     out = {}
     for label, values in per_map(mu, frequency, rho, grid_ndim).items():
@@ -190,46 +191,23 @@ def nifti_maps(
             symbol, unit, tag = QUANTITIES[q]
             out[f"{q}_{tag}_{label}"] = (v, f"{q} {symbol} in {unit}, {label}"[:80])
     for name, v in model_parameters(mu, frequency, mu_model).items():
-        symbol, unit, tag = MODEL_PARAMETERS[mu_model][name]
+        symbol, unit, tag = laws.get(mu_model).maps[name]
         out[f"{name}_{tag}"] = (v, f"{mu_model} {symbol} in {unit}")
     return out
 
 
-# the fitted model's own parameters: name -> (symbol, unit, unit in file names)
-MODEL_PARAMETERS = {
-    "voigt": {"viscosity": ("eta", "Pa s", "Pa_s")},
-    "springpot": {"alpha": ("alpha", "1", "1")},
-    "springpot-dashpot": {"alpha": ("alpha", "1", "1"), "viscosity": ("eta", "Pa s", "Pa_s")},
-}
-
-
 def model_parameters(mu: np.ndarray, frequency: np.ndarray, mu_model: str | None) -> dict:
-    """The parameters of ``mu_model`` read off a fitted modulus ``mu`` (F, *grid) in Pa,
-    one map each: Voigt (mu = G' + i omega eta): the viscosity eta = G'' / omega (Pa s);
-    springpot (mu = kappa (i omega)^alpha): the exponent alpha = 2 arg(G*) / pi. Both
-    are the same at every frequency for such a fit; the highest frequency's map is used.
-    Springpot-dashpot (mu = kappa (i omega)^alpha + i omega eta): G' = kappa cos(alpha
-    pi / 2) omega^alpha, so alpha is the least-squares slope of ln G' over ln omega, and
-    eta = (G'' - G' tan(alpha pi / 2)) / omega at the highest frequency (exact for such
-    a fit; it needs two or more frequencies). Empty for other models (per-frequency,
-    baselines) or a single map."""
+    """The parameters of the law ``mu_model`` read off a fitted modulus ``mu`` (F, *grid)
+    in Pa, one map each (:attr:`helmholtz_pinn.laws.Law.read`; units in its ``maps``).
+    Empty for a law with none (per-frequency moduli), for a baseline, with fewer
+    frequencies than the law needs, or for a single map."""
     mu, freqs = np.asarray(mu), np.atleast_1d(np.asarray(frequency, dtype=np.float64))
-    if mu_model not in MODEL_PARAMETERS or mu.ndim < 2 or mu.shape[0] != len(freqs):
+    if mu_model not in laws.available() or mu.ndim < 2 or mu.shape[0] != len(freqs):
         return {}
-    top = int(np.argmax(freqs))
-    omega = 2 * np.pi * freqs
-    if mu_model == "voigt":
-        return {"viscosity": mu[top].imag / omega[top]}
-    if mu_model == "springpot":
-        return {"alpha": np.angle(mu[top]) * 2 / np.pi}
-    if len(freqs) < 2:
+    law = laws.get(mu_model)
+    if law.read is None or len(freqs) < law.min_frequencies:
         return {}
-    dw = np.log(omega) - np.log(omega).mean()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_g = np.log(mu.real)
-    alpha = np.tensordot(dw, log_g - log_g.mean(axis=0), axes=1) / np.sum(dw**2)
-    eta = (mu[top].imag - mu[top].real * np.tan(alpha * np.pi / 2)) / omega[top]
-    return {"alpha": alpha, "viscosity": eta}
+    return law.read(mu, 2 * np.pi * freqs)
 
 
 def _median(values: np.ndarray) -> float | None:

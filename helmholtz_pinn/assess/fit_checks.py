@@ -11,7 +11,6 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from helmholtz_pinn.assess.laws import spread_limit
 from helmholtz_pinn.assess.metrics import per_frequency
 from helmholtz_pinn.errors import InputError
 
@@ -66,7 +65,7 @@ def fit_quality(
     mu_std: np.ndarray | None = None,
     members: int = 1,
     law_spread: float | None = None,
-    pde: str | None = None,
+    spread_max: float = 0.02,
     checks: tuple[str, ...] = QUALITY_CHECKS,
 ) -> list[FitCheck]:
     """Plausibility checks of a finished fit, to catch failures that still give a map.
@@ -89,7 +88,7 @@ def fit_quality(
       law_spread: how much the per-frequency factors on the fitted law's modulus that
         best satisfy the PDE differ (:func:`helmholtz_pinn.pinn.dispersion.spread`); None
         where no law was fitted (one frequency, per-frequency moduli, a baseline).
-      pde: the fit's PDE form (its law_consistency limit: :func:`laws.spread_limit`).
+      spread_max: the law_consistency limit, the fit's PDE form's ``spread_max``.
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
 
     Returns one dict per check: ``name``, ``passed`` (bool), ``skipped`` (an input is
@@ -113,8 +112,8 @@ def fit_quality(
     - ``seed_agreement``: the median over the mask (all frequencies) of the seeds' spread
       of G' over the mean G'; fails above 0.1 (the map depends on the initialisation, not
       only on the data); skipped for one seed;
-    - ``law_consistency``: ``law_spread``; fails above the form's limit, 0.0025 for
-      navier and 0.02 otherwise (the fitted wave wants a modulus that far off the law's
+    - ``law_consistency``: ``law_spread``; fails above the form's ``spread_max``,
+      0.0025 for navier and 0.02 otherwise (the fitted wave wants a modulus that far off the law's
       at some frequency: the law does not describe the data's dispersion); skipped
       without a law.
 
@@ -133,7 +132,7 @@ def fit_quality(
         "data_fit": _fit_check(final_data, noise_fraction, field_weight, members),
         "loss_decrease": _loss_check(history),
         "seed_agreement": _seed_check(mu, mu_std, mask),
-        "law_consistency": _law_check(law_spread, spread_limit(pde)),
+        "law_consistency": _law_check(law_spread, spread_max),
     }
     out = []
     for name in checks:

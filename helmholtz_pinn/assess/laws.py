@@ -17,9 +17,9 @@ law's on every tuning case (docs/defaults.md).
 ``mu_model="auto"`` fits both laws (:data:`ORDER`) and keeps the one of the lower
 spread (:func:`chosen`; a tie goes to the springpot). Per-frequency moduli are not
 chosen for several frequencies: on the three-component held-out volume they were 3.6x
-worse than either law. A spread above :func:`spread_limit` (per PDE form: the navier
-form's free pressure absorbs part of a wrong law's misfit, so its spreads are smaller)
-fails the ``law_consistency`` fit check.
+worse than either law. A spread above the PDE form's ``spread_max`` (the navier form's
+free pressure absorbs part of a wrong law's misfit, so its spreads are smaller) fails
+the ``law_consistency`` fit check. The laws themselves: :mod:`helmholtz_pinn.laws`.
 """
 
 from __future__ import annotations
@@ -27,19 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-ORDER = ("springpot", "voigt")  # the laws auto fits, in this order
-# the laws whose fits have a spread: these two and the springpot-dashpot, which holds
-# both in one fit (an option: docs/defaults.md "One law holding both")
-LAWS = (*ORDER, "springpot-dashpot")
-# largest spread of a law that describes the data, per PDE form (fractions; tuning
-# measurements in docs/defaults.md); other forms: DEFAULT_SPREAD_MAX
-SPREAD_MAX = {"navier": 0.0025}
-DEFAULT_SPREAD_MAX = 0.02
+from helmholtz_pinn import laws as registry
 
-
-def spread_limit(pde: str | None) -> float:
-    """The ``law_consistency`` limit of a fit with PDE form ``pde``."""
-    return SPREAD_MAX.get(pde or "", DEFAULT_SPREAD_MAX)
+ORDER = registry.auto()  # the laws auto fits, in this order (a tie goes to the first)
+# the laws whose fits have a spread: these and those holding several in one fit (an
+# option: docs/defaults.md "One law holding both")
+LAWS = registry.with_spread()
+ONE_FREQUENCY = registry.resolve("auto", 1)  # what auto fits to one frequency
 
 
 def worst(spreads: Sequence[float | None]) -> float | None:

@@ -339,19 +339,21 @@ def _summary(facts: dict, out: Path) -> None:
 
 
 def _law_line(facts: dict) -> str | None:
-    """What the fit says of the law: the auto choice, or the medians of a
-    springpot-dashpot fit's alpha and eta (which law the tissue is like); else None."""
+    """What the fit says of the law: the auto choice, or what the medians of the fitted
+    law's maps say of the tissue (:attr:`helmholtz_pinn.laws.Law.describe`); else None."""
+    from helmholtz_pinn import laws
+
     law = facts.get("law") or {}
     if law.get("line") or law.get("chosen_by"):
         return law.get("line") or f"law: {law['mu_model']} ({law['chosen_by']})"
     model = (facts.get("clinical") or {}).get("model") or {}
-    alpha, eta = ((model.get("mask") or {}).get(k) for k in ("alpha", "viscosity"))
-    if model.get("name") != "springpot-dashpot" or alpha is None or eta is None:
+    name, median = model.get("name"), model.get("mask") or {}
+    fitted = laws.get(name) if name in laws.available() else None
+    if fitted is None or fitted.describe is None:
         return None
-    return (
-        f"law: springpot-dashpot, median alpha {alpha:.3f} and eta {eta:.3g} Pa s over the "
-        "mask (alpha 0 is the Voigt solid, eta 0 the springpot)"
-    )
+    if any(median.get(k) is None for k in fitted.maps):
+        return None
+    return f"law: {name}, {fitted.describe(median)}"
 
 
 def _accuracy_line(facts: dict) -> str:

@@ -118,6 +118,12 @@ def _config_option(group, field: dataclasses.Field, hint, meaning: str) -> None:
         from helmholtz_pinn.pinn import forms
 
         choices = ("auto", *forms.names())
+    if field.name == "mu_model":
+        from helmholtz_pinn import laws
+
+        choices = ("auto", *laws.available())
+        equations = "; ".join(f"{n}: {laws.get(n).equation}" for n in choices[1:])
+        meaning = f"{meaning.rstrip('.')} ({equations})."
     kind = type(field.default) if field.default is not None else float
     if field.default is None and int in typing.get_args(hint):
         kind = int

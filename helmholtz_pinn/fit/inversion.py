@@ -237,8 +237,8 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     is every fit's phase, not continued."""
     first = data if isinstance(data, Dataset) else next(iter(data), None)
     if isinstance(first, Dataset) and first.n_freq == 1:
-        record = {"mu_model": "per-frequency", "chosen_by": "one frequency: no law to choose"}
-        one = cfg.replace(mu_model="per-frequency")
+        record = {"mu_model": laws.ONE_FREQUENCY, "chosen_by": "one frequency: no law to choose"}
+        one = cfg.replace(mu_model=laws.ONE_FREQUENCY)
         return _with_law(_fit(data, one, **run, **ckpt, **more, phase=problem.LBFGS_STEPS), record)
     phase, tried = problem.AUTO_LBFGS_STEPS, {}
     trained, caught = {}, {}

@@ -37,11 +37,13 @@ from scipy.spatial import cKDTree
 from skfem import Basis, BilinearForm, ElementTetP2, ElementVector, FacetBasis, MeshTet, asm
 from skfem.helpers import ddot, div, dot, sym_grad
 
+from helmholtz_pinn import laws
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.forward import fem_solve
 from helmholtz_pinn.forward.fem_solve import nested_dissection
 from helmholtz_pinn.forward.phantoms import add_noise
 from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.laws import voigt
 
 __all__ = [
     "DEFAULT_FREQUENCIES", "LAYOUTS", "Inclusion", "Operators", "assemble", "box_mesh",
@@ -398,13 +400,13 @@ def simulate_elastic(
         field = solve(ops, 2 * np.pi * f, dirichlet, values, precision)
         u[i] = sample(ops.basis, field, centres).reshape(3, *grid)
     region = labels(layout, extent, centres).reshape(grid)
-    omega = 2 * np.pi * freqs.reshape(-1, *[1] * len(grid))
+    tissue = voigt.Voigt(stiff[region - 1], viscosity)
     clean = Dataset(
         u=u,
         frequency=freqs,
         spacing=np.array(h[: len(grid)]),
         mask=np.ones(grid, bool),
-        mu=(stiff[region - 1] + 1j * omega * viscosity).astype(np.complex128),
+        mu=laws.modulus(tissue, freqs.reshape(-1, *[1] * len(grid))).astype(np.complex128),
         regions=region,
         rho=float(rho),
     )

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from helmholtz_pinn import laws
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.forward.scalar_fd import (
     line_source,
@@ -33,6 +34,7 @@ from helmholtz_pinn.forward.scalar_fd import (
     spacing_pair,
 )
 from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.laws import springpot, voigt
 
 __all__ = [
     "DEFAULT_COMPONENTS",
@@ -120,17 +122,18 @@ class Phantom:
 
 
 def tissue_modulus(phantom: Phantom, frequency: float, refine=None) -> np.ndarray:
-    """``mu`` in Pa of ``phantom`` at ``frequency`` Hz: Voigt ``G' + i 2 pi f eta``, or
-    with ``alpha`` the springpot ``G' (f / f_0)^alpha (1 + i tan(alpha pi / 2))``
-    (= ``G' (i f / f_0)^alpha / cos(alpha pi / 2)``). ``refine`` maps each parameter map
-    onto another grid first (the solver's)."""
+    """``mu`` in Pa of ``phantom`` at ``frequency`` Hz, its law's modulus
+    (:func:`helmholtz_pinn.laws.modulus`): without ``alpha`` the Voigt solid of
+    ``storage`` and ``viscosity``, with it the springpot whose G' at ``f_0`` is
+    ``storage``. ``refine`` maps each parameter map onto another grid first (the
+    solver's)."""
     refine = refine or (lambda a: a)
     storage = refine(phantom.storage)
     if phantom.alpha is None:
-        return storage + 1j * (2 * np.pi * frequency) * refine(phantom.viscosity)
-    alpha = refine(phantom.alpha)
-    ratio = (frequency / phantom.reference_frequency) ** alpha
-    return storage * ratio * (1 + 1j * np.tan(alpha * np.pi / 2))
+        tissue = voigt.Voigt(storage, refine(phantom.viscosity))
+    else:
+        tissue = springpot.from_storage(storage, refine(phantom.alpha), phantom.reference_frequency)
+    return laws.modulus(tissue, frequency)
 
 
 def as_springpot(phantom: Phantom, alpha, reference_frequency: float = 50.0) -> Phantom:

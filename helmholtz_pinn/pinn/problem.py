@@ -105,7 +105,8 @@ def best_noise(dataset: Dataset) -> float:
 
 
 # The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
-# navier fit (the form and the kind of run it was measured on: one dataset, no ensemble)
+# fit of a form with Form.lbfgs_default (navier, the form and the kind of run it was
+# measured on: one dataset, no ensemble)
 # longer than Config.lbfgs_from whose best field has a noise fraction below CLEAN_NOISE;
 # at -20 dB (noise fraction 0.06-0.08) it fitted the noise; and whose mask has at most
 # Config.lbfgs_points voxels, so the phase's sample is the whole field (on a larger
@@ -127,8 +128,8 @@ def lbfgs_plan(datasets: Sequence[Dataset], cfg: Config, iterations: int = LBFGS
     n = cfg.lbfgs_steps
     if n is None:
         one = len(datasets) == 1 and cfg.ensemble == 1
-        navier = one and forms.resolve(cfg.pde, datasets[0].n_comp) == "navier"
-        long = navier and cfg.steps > cfg.lbfgs_from
+        form = one and forms.get(forms.resolve(cfg.pde, datasets[0].n_comp)).lbfgs_default
+        long = form and cfg.steps > cfg.lbfgs_from
         whole = long and int(np.count_nonzero(datasets[0].mask)) <= cfg.lbfgs_points
         clean = whole and best_noise(datasets[0]) < CLEAN_NOISE
         n = iterations if clean else 0
@@ -225,13 +226,13 @@ def prepare(dataset: Dataset, cfg: Config) -> Prepared:
 def pde_margin(dataset: Dataset, cfg: Config, pde: str) -> int:
     """Voxels along the field of view's in-plane edges without a PDE residual
     (:func:`pde_rows`): the configured ``pde_margin``,
-    else the fraction :data:`helmholtz_pinn.pinn.train.PDE_MARGIN` (of the resolved form and
-    the data's dimension) of :func:`shortest_wavelength` (``cfg.mu_ref`` filled in by
-    :func:`shared_settings`) in in-plane voxels (their mean size, m), rounded, at least 1.
+    else the fraction ``Form.pde_margin`` (of the resolved form and the data's dimension)
+    of :func:`shortest_wavelength` (``cfg.mu_ref`` filled in by :func:`shared_settings`)
+    in in-plane voxels (their mean size, m), rounded, at least 1.
     The layer it leaves out scales with the wavelength, not with the voxel."""
     if cfg.pde_margin is not None:
         return cfg.pde_margin
-    fraction = train.PDE_MARGIN.get(pde, {}).get(dataset.ndim, 0.0)
+    fraction = forms.get(pde).pde_margin.get(dataset.ndim, 0.0)
     if not fraction:
         return 0
     voxel = float(np.mean(dataset.spacing[:2]))

@@ -27,11 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from helmholtz_pinn import laws
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.pinn import forms, scaling
 from helmholtz_pinn.pinn.compile_options import once_options
-from helmholtz_pinn.pinn.forms import weak
 from helmholtz_pinn.pinn.model import (
     GRAD,
     HESS,
@@ -54,11 +53,6 @@ MU_WIDTH = {2: 64, 3: 128}
 MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
 AUX_NETWORK = {2: "mu", 3: "u"}
-# The band along the field of view's in-plane edges without a PDE residual (Config.pde_margin
-# None), by form and dimension, in shortest shear wavelengths (3 voxels on 1 mm data at
-# 60-100 Hz; docs/defaults.md); for the weak form its patches' half-width, so that in-plane
-# a patch stays inside the field of view.
-PDE_MARGIN = {"navier": {3: 1 / 6}, "weak": {2: weak.HALF_WIDTH, 3: weak.HALF_WIDTH}}
 
 
 class Problem(NamedTuple):
@@ -116,26 +110,14 @@ class Spec:
         """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
         :class:`~helmholtz_pinn.errors.ConfigError` here; ``pde="auto"`` is resolved for
         the data (:func:`helmholtz_pinn.pinn.forms.resolve`), as is ``mu_model="auto"``
-        for one frequency (per-frequency: no law to choose); with more frequencies the law
-        is chosen by :func:`helmholtz_pinn.fit.inversion.invert` and "auto" here is a
-        ConfigError."""
+        for one frequency (:func:`helmholtz_pinn.laws.resolve`, which also refuses a law
+        needing more frequencies); with more frequencies the law is chosen by
+        :func:`helmholtz_pinn.fit.inversion.invert` and "auto" here is a ConfigError."""
         pde = forms.resolve(cfg.pde, n_comp)
         forms.get(pde)
         fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
         settings = {k: getattr(cfg, k) for k in sorted(fields)}
-        if settings["mu_model"] == "auto":
-            if n_freq > 1:
-                raise ConfigError(
-                    f"mu_model='auto' is chosen from the data by invert() ({n_freq} "
-                    "frequencies); a program needs voigt, springpot or per-frequency"
-                )
-            settings["mu_model"] = "per-frequency"
-        if settings["mu_model"] == "springpot-dashpot" and n_freq < 2:
-            raise ConfigError(
-                "mu_model='springpot-dashpot' has three parameters per voxel and needs two "
-                f"or more frequencies; the data have {n_freq}: use per-frequency or a "
-                "two-parameter law (voigt, springpot)"
-            )
+        settings["mu_model"] = laws.resolve(settings["mu_model"], n_freq)
         by_ndim = {
             "width": WIDTH,
             "n_features": N_FEATURES,
@@ -187,7 +169,7 @@ class Spec:
     @property
     def mu_outputs(self) -> int:
         """Channels of the mu-network: the modulus, then the auxiliary fields if it has them."""
-        n_mu = scaling.mu_channels(self.n_freq, self.mu_model)
+        n_mu = laws.get(self.mu_model).channels(self.n_freq)
         return n_mu + self.aux_channels * (self.aux_network == "mu")
 
     def networks(self, sigma_u: float, sigma_mu: float) -> tuple[FourierMLP, FourierMLP]:
@@ -272,9 +254,9 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
     su, smu = apply_pair(params, consts, x, spec.activation, orders, depths)
     ju = split_jet(su, spec.ndim, spec.u_order)
     jm = split_jet(smu, spec.ndim, spec.mu_order)
-    n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
+    n_mu = laws.get(spec.mu_model).channels(spec.n_freq)
     grad_m = None if jm.grad is None else jm.grad[..., :n_mu]
-    mu, grad_mu = scaling.mu_complex(jm.value[..., :n_mu], grad_m, omega_ratio, spec.mu_model)
+    mu, grad_mu = laws.get(spec.mu_model).network(jm.value[..., :n_mu], grad_m, omega_ratio)
     to_u = functools.partial(scaling.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
     to_a = functools.partial(scaling.u_complex, n_freq=spec.n_freq, n_comp=spec.form.aux)
     n_u = 2 * spec.n_freq * spec.n_comp
@@ -488,12 +470,12 @@ def predict(
 
 @functools.lru_cache(maxsize=32)
 def _predict_fn(spec: Spec):
-    n_mu = scaling.mu_channels(spec.n_freq, spec.mu_model)
+    n_mu = laws.get(spec.mu_model).channels(spec.n_freq)
 
     def fn(params, consts, x, omega_ratio):
         u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE, spec.depth)[0]
         m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE, spec.mu_depth)[0]
-        mu, _ = scaling.mu_complex(m[..., :n_mu], None, omega_ratio, spec.mu_model)
+        mu, _ = laws.get(spec.mu_model).network(m[..., :n_mu], None, omega_ratio)
         u = u[..., : 2 * spec.n_freq * spec.n_comp]
         return scaling.u_complex(u, spec.n_freq, spec.n_comp), mu
 

@@ -63,12 +63,12 @@ class Result:
     def save(
         self, out: str | Path, *, nifti: bool = False, affine: np.ndarray | None = None
     ) -> Path:
-        """Write mu.npz (Pa; a springpot fit adds its ``alpha`` map, a Voigt fit its
-        ``viscosity`` in Pa s), metrics.json, history.csv, config.json and the figures, in
-        place of an earlier run's result files in ``out`` (other files are left alone).
-        The files are written beside and moved in when all are written
-        (:func:`helmholtz_pinn.report.files.staged`): a failed write leaves the earlier
-        result whole.
+        """Write mu.npz (Pa; a fit of a law with parameters adds their maps, e.g. its
+        ``alpha`` or its ``viscosity`` in Pa s: :mod:`helmholtz_pinn.laws`), metrics.json,
+        history.csv, config.json and the figures, in place of an earlier run's result files
+        in ``out`` (other files are left alone). The files are written beside and moved in
+        when all are written (:func:`helmholtz_pinn.report.files.staged`): a failed write
+        leaves the earlier result whole.
 
         Args:
           out: the output folder (created).
@@ -100,6 +100,7 @@ class Result:
         return out
 
     def _write(self, out: Path, nifti: bool, affine) -> None:
+        from helmholtz_pinn import laws
         from helmholtz_pinn.assess import clinical
         from helmholtz_pinn.report import figures, files
 
@@ -111,8 +112,8 @@ class Result:
         arrays = dict(mu=self.mu, mask=self.mask, frequency=self.frequency, unit="Pa")
         model = getattr(self.config, "mu_model", None)
         for name, values in clinical.model_parameters(self.mu, self.frequency, model).items():
-            arrays[name] = values  # the law's own map: alpha (1) or viscosity (Pa s)
-            arrays[f"{name}_unit"] = clinical.MODEL_PARAMETERS[model][name][1]
+            arrays[name] = values  # the law's own map (helmholtz_pinn.laws), with its unit
+            arrays[f"{name}_unit"] = laws.get(model).maps[name].unit
         files.write_npz(out / "mu.npz", **arrays, **extra)
         files.write_json(out / "metrics.json", self.metrics)
         files.write_history(out / "history.csv", self.history)
@@ -327,6 +328,7 @@ def quality_checks(
     """
     from helmholtz_pinn.assess import baselines, fit_checks
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.pinn import forms
 
     pinn = isinstance(config, Config)
     estimate = facts.get("ahi_estimate_pa")  # computed once at the door by invert
@@ -350,5 +352,5 @@ def quality_checks(
         mu_std=mu_std,
         members=config.ensemble,
         law_spread=facts.get("law_spread"),
-        pde=facts.get("pde"),
+        **({"spread_max": forms.get(facts["pde"]).spread_max} if facts.get("pde") else {}),
     )

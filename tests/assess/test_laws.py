@@ -20,8 +20,10 @@ def test_a_batch_is_judged_by_its_worst_member():
     assert laws.worst([None, math.nan]) is None
 
 
-def test_the_navier_form_has_the_tighter_limit():
-    assert laws.spread_limit("navier") < laws.spread_limit("hetero") == laws.spread_limit(None)
+def test_the_laws_auto_tries_come_from_the_registry():
+    assert laws.ORDER == ("springpot", "voigt")
+    assert set(laws.LAWS) == {"springpot", "voigt", "springpot-dashpot"}
+    assert laws.ONE_FREQUENCY == "per-frequency"
 
 
 def test_the_line_names_the_law_and_the_spreads():

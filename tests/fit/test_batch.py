@@ -17,6 +17,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DatasetError, InputError
 from helmholtz_pinn.fit import inversion
 from helmholtz_pinn.io.dataset import Dataset, z_slices
+from helmholtz_pinn.laws._channels import SOFTPLUS_ONE
 from helmholtz_pinn.pinn import forms, scaling, train
 from helmholtz_pinn.pinn.model import FourierMLP, apply_jet
 from helmholtz_pinn.pinn.problem import reference_modulus, shared_settings, wave_cycles
@@ -252,7 +253,7 @@ def test_3d_plane_wave_residual_vanishes(pde):
             "mu": {
                 "out_kernel": np.zeros((2, 2)),
                 # G' = softplus(b0 + c) = g; G'' = 0.1 softplus(-40 + c) ~ 1e-18 (G'' >= 0)
-                "out_bias": np.array([np.log(np.expm1(g)) - scaling.SOFTPLUS_ONE, -40.0]),
+                "out_bias": np.array([np.log(np.expm1(g)) - SOFTPLUS_ONE, -40.0]),
             },
         }
         spec = train.Spec.of(Config(pde=pde), 3, 1, 1)

@@ -21,13 +21,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helmholtz_pinn.assess import laws
 from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import inversion
 from helmholtz_pinn.forward import phantoms
 from helmholtz_pinn.forward.phantoms import simulate_phantom
-from helmholtz_pinn.pinn import scaling
+from helmholtz_pinn.laws import per_frequency, springpot, voigt
+from helmholtz_pinn.pinn import forms
 
 ROOT = Path(__file__).resolve().parents[2]
 STORAGE = 3e3  # Pa: the homogeneous phantom's default G'
@@ -65,15 +65,15 @@ def test_voigt_model_ties_frequencies_by_construction(rng):
     """Any network output: G' is one map and Im(mu_f) / omega_f one viscosity map."""
     omega_ratio = jnp.asarray(np.asarray(FREQS) / max(FREQS), jnp.float32)
     value = jnp.asarray(rng.normal(size=(64, 2)), jnp.float32)
-    mu, _ = scaling.mu_complex(value, None, omega_ratio, "voigt")
+    mu, _ = voigt.network(value, None, omega_ratio)
     mu = np.asarray(mu)
     assert mu.shape == (64, 2)
     np.testing.assert_array_equal(mu.real[:, 0], mu.real[:, 1])
     eta = mu.imag / np.asarray(omega_ratio)
     np.testing.assert_allclose(eta[:, 0], eta[:, 1], rtol=1e-6, atol=1e-7)
     # the per-frequency model has independent channels: nothing ties them
-    mu_pf, _ = scaling.mu_complex(
-        jnp.asarray(rng.normal(size=(64, 4)), jnp.float32), None, omega_ratio, "per-frequency"
+    mu_pf, _ = per_frequency.network(
+        jnp.asarray(rng.normal(size=(64, 4)), jnp.float32), None, omega_ratio
     )
     assert np.max(np.abs(np.asarray(mu_pf)[:, 0] - np.asarray(mu_pf)[:, 1])) > 0.1
 
@@ -210,24 +210,24 @@ def test_springpot_model_is_a_power_law_and_its_gradient_is_exact(rng):
 
     omega_ratio = np.asarray(FREQS) / max(FREQS)
     value = rng.normal(size=(32, 2))
-    mu, _ = scaling.mu_complex(jnp.asarray(value, jnp.float32), None, omega_ratio, "springpot")
+    mu, _ = springpot.network(jnp.asarray(value, jnp.float32), None, omega_ratio)
     mu = np.asarray(mu)
     alpha = np.angle(mu) * 2 / np.pi
     assert np.all((alpha > 0) & (alpha < 1)) and np.all(mu.imag > 0)
     np.testing.assert_allclose(alpha[:, 0], alpha[:, 1], atol=1e-6)
     ratio = np.abs(mu[:, 0]) / np.abs(mu[:, 1])
     np.testing.assert_allclose(ratio, omega_ratio[0] ** alpha[:, 0], rtol=1e-5)
-    assert scaling.springpot(jnp.zeros((1, 2)), None, jnp.ones(1))[0][0, 0] == pytest.approx(
-        np.exp(1j * scaling.ALPHA_START * np.pi / 2), rel=1e-6
+    assert springpot.network(jnp.zeros((1, 2)), None, jnp.ones(1))[0][0, 0] == pytest.approx(
+        np.exp(1j * springpot.ALPHA_START * np.pi / 2), rel=1e-6
     )
     with jax.enable_x64(True):
         o = jnp.asarray(value, jnp.float64)
         do = jnp.asarray(rng.normal(size=(3, 32, 2)), jnp.float64)  # d o / d x, d = 3
         w = jnp.asarray(omega_ratio, jnp.float64)
-        _, grad = scaling.mu_complex(o, do, w, "springpot")
+        _, grad = springpot.network(o, do, w)
 
         def mu_of(o):
-            return scaling.mu_complex(o, None, w, "springpot")[0]
+            return springpot.network(o, None, w)[0]
 
         expected = jnp.stack([jax.jvp(mu_of, (o,), (do[i],))[1] for i in range(3)])
         np.testing.assert_allclose(np.asarray(grad), np.asarray(expected), rtol=1e-12)
@@ -244,7 +244,7 @@ def test_springpot_fit_recovers_the_exponent_and_the_modulus():
     data = springpot_waves()
     res = inversion.invert(data, progress=False, pde="helmholtz", mu_model="springpot", **FIT)
     check = next(c for c in res.metrics["fit_quality"] if c["name"] == "law_consistency")
-    assert check["passed"] and check["value"] < laws.spread_limit("helmholtz") / 4
+    assert check["passed"] and check["value"] < forms.get("helmholtz").spread_max / 4
     alpha = np.angle(res.mu) * 2 / np.pi
     np.testing.assert_allclose(alpha[0], alpha[1], atol=1e-5)  # one exponent for all f
     assert np.median(alpha) == pytest.approx(0.3, abs=0.03)
@@ -263,7 +263,7 @@ def test_a_wrong_law_is_flagged():
             springpot_waves(), progress=False, pde="helmholtz", mu_model="voigt", **FIT
         )
     check = next(c for c in res.metrics["fit_quality"] if c["name"] == "law_consistency")
-    assert not check["passed"] and check["value"] > 1.5 * laws.spread_limit("helmholtz")
+    assert not check["passed"] and check["value"] > 1.5 * forms.get("helmholtz").spread_max
 
 
 def test_springpot_dashpot_names_the_law_of_the_tissue():

@@ -11,17 +11,12 @@ from skfem import Functional
 
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.forward import clinical, elastic
-from helmholtz_pinn.forward.clinical import (
-    ClinicalCase,
-    Driver,
-    Organ,
-    Springpot,
-    Target,
-    Voigt,
-    law_modulus,
-    sphere,
-)
+from helmholtz_pinn.forward.clinical import ClinicalCase, Driver, Organ, Target, sphere
 from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.laws import modulus as law_modulus
+from helmholtz_pinn.laws import springpot
+from helmholtz_pinn.laws.springpot import Springpot
+from helmholtz_pinn.laws.voigt import Voigt
 
 MM = 1e-3
 RHO, LAM = 1000.0, 2e4  # lambda small: the compressional wave is resolved on tiny meshes
@@ -55,7 +50,7 @@ def test_springpot_has_a_constant_loss_angle_and_grows_as_f_to_the_alpha():
     np.testing.assert_allclose(mu.imag / mu.real, math.tan(0.3 * math.pi / 2), rtol=1e-12)
     np.testing.assert_allclose(mu.real[3] / mu.real[1], 2.0**0.3, rtol=1e-12)
     assert abs(law_modulus(law, 50.0)) == pytest.approx(3e3, rel=1e-12)
-    same = clinical.springpot_from_storage(law_modulus(law, 50.0).real, 0.1)
+    same = springpot.from_storage(law_modulus(law, 50.0).real, 0.1)
     assert law_modulus(same, 50.0).real == pytest.approx(law_modulus(law, 50.0).real, rel=1e-12)
 
 

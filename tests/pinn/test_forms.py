@@ -109,6 +109,22 @@ def test_curl_form_is_blind_to_compressional_waves():
     assert amp_p < 0.02 * amp_s
 
 
+def test_each_form_carries_its_margin_spread_limit_and_lbfgs_default():
+    """The per-form knobs: navier's margin (a sixth of a wavelength, 3-D only), tighter
+    spread limit and L-BFGS phase; the weak form's margin its patches' half-width; the
+    others none of these (docs/defaults.md)."""
+    from helmholtz_pinn.pinn.forms import weak
+
+    navier = forms.get("navier")
+    assert navier.pde_margin == {3: 1 / 6} and navier.spread_max == 0.0025
+    assert navier.lbfgs_default
+    assert forms.get("weak").pde_margin == {2: weak.HALF_WIDTH, 3: weak.HALF_WIDTH}
+    for name in ("helmholtz", "hetero", "curl", "weak"):
+        form = forms.get(name)
+        assert form.spread_max == 0.02 and not form.lbfgs_default, name
+        assert name == "weak" or form.pde_margin == {}, name
+
+
 def test_auto_picks_navier_for_three_components_and_hetero_otherwise():
     assert forms.resolve("auto", 3) == "navier"
     assert forms.resolve("auto", 2) == "hetero"
@@ -160,12 +176,13 @@ def test_the_pressure_comes_from_the_configured_network_with_its_gradient(where)
     import jax
     import jax.numpy as jnp
 
+    from helmholtz_pinn import laws
     from helmholtz_pinn.pinn import scaling, train
     from helmholtz_pinn.pinn.model import VALUE, apply_jet
 
     n_freq, n_comp = 2, 3
     spec = train.Spec.of(Config(**SMALL, aux_network=where), 2, n_freq, n_comp)
-    n_u, n_mu = 2 * n_freq * n_comp, scaling.mu_channels(n_freq, "voigt")
+    n_u, n_mu = 2 * n_freq * n_comp, laws.get("voigt").channels(n_freq)
     assert (spec.u_outputs, spec.mu_outputs) == (
         (n_u, n_mu + 2 * n_freq) if where == "mu" else (n_u + 2 * n_freq, n_mu)
     )

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from settings import SMALL
 
+from helmholtz_pinn import laws
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
 from helmholtz_pinn.pinn import model, scaling, train
@@ -35,7 +36,7 @@ def reference_fields(params, consts, spec, x, omega_ratio):
     sm = mu_net.apply({"params": params["mu"], "constants": consts["mu"]}, x, order=spec.mu_order)
     ju = model.split_jet(su, spec.ndim, spec.u_order)
     jm = model.split_jet(sm, spec.ndim, spec.mu_order)
-    mu, grad_mu = scaling.mu_complex(jm.value, jm.grad, omega_ratio, spec.mu_model)
+    mu, grad_mu = laws.get(spec.mu_model).network(jm.value, jm.grad, omega_ratio)
 
     def to_c(a):
         return None if a is None else scaling.u_complex(a, spec.n_freq, spec.n_comp)

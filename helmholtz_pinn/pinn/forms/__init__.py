@@ -102,6 +102,13 @@ class Form:
         Fields with a patch axis), or None (pointwise).
       half_width: ``kappa (F,) -> h``, the patches' half-width (nondimensional), with a
         stencil.
+      pde_margin: the band along the field of view's in-plane edges without a PDE
+        residual when ``Config.pde_margin`` is None, by the data's dimension, in shortest
+        shear wavelengths (a dimension not listed: none).
+      spread_max: the largest law spread of a fit that describes the data, a fraction
+        (the ``law_consistency`` fit check's limit).
+      lbfgs_default: an L-BFGS phase ends a fit by default (``Config.lbfgs_steps`` None,
+        :func:`helmholtz_pinn.pinn.problem.lbfgs_plan`).
     """
 
     name: str
@@ -114,6 +121,9 @@ class Form:
     vector: bool = False
     stencil: Callable | None = None
     half_width: Callable | None = None
+    pde_margin: dict[int, float] = dataclasses.field(default_factory=dict)
+    spread_max: float = 0.02
+    lbfgs_default: bool = False
 
     def __post_init__(self):
         unknown = set(self.needs) - set(NEEDS)
