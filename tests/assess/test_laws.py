@@ -55,8 +55,9 @@ def test_a_tie_of_the_spreads_is_reported_as_undetermined():
 
 
 def test_close_spreads_are_undetermined_and_keep_the_lower():
-    """Within 2x (the held-out Voigt member: 0.07 % against 0.10 %) or within 0.02 points
-    of rounding the lower spread is still kept, but not as the data's choice."""
+    """Within 3x (the held-out Voigt member: 0.08 % against 0.10 % clean, 0.18 % against
+    0.39 % at -20 dB, where the lower was the wrong law) or within 0.02 points of rounding
+    the lower spread is still kept, but not as the data's choice."""
     close = laws.choice({"springpot": 0.0010, "voigt": 0.0007})
     assert close.kept == "voigt" and not close.determined and "lower spread" in close.rule
     rounding = laws.choice({"springpot": 0.0001, "voigt": 0.0003})  # 3x, but 0.02 points
@@ -64,6 +65,9 @@ def test_close_spreads_are_undetermined_and_keep_the_lower():
     separated = laws.choice({"springpot": 0.0005, "voigt": 0.0053})  # the reference, clean
     assert separated == ("springpot", True, "the lower spread of the per-frequency factors")
     assert laws.chosen({"springpot": 0.0010, "voigt": 0.0007}) == "voigt"  # behaviour kept
+    miss = laws.choice({"springpot": 0.0018, "voigt": 0.0039})
+    assert miss.kept == "springpot" and not miss.determined
+    assert laws.choice({"springpot": 0.0024, "voigt": 0.0084}).determined  # 3.5x, -20 dB
 
 
 def test_the_two_maps_median_relative_difference():
