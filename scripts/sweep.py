@@ -232,7 +232,7 @@ TINY = {
     "tiny-plane": (_geometry("scalar", 2.0, 8, (16, 16), 0, "1", (60.0,), "voigt", 1), -20.0),
     "tiny-stack": (_geometry("scalar", 2.0, 10, (16, 16), 4, "2", F2, "springpot", 2), None),
     "tiny-organ": (
-        _geometry("organ", 3.0, 7, (10, 10), 6, "xyz", (60.0,), "voigt", 3, max_dofs=5000),
+        _geometry("organ", 3.0, 7, (14, 14), 8, "xyz", (60.0,), "voigt", 3, max_dofs=5000),
         None,
     ),
 }
@@ -268,15 +268,15 @@ def _true_voxels(data) -> float:
     return lam / float(np.mean(data.spacing[:2]))
 
 
-def _space_checks(mu, data, facts: dict) -> list[dict]:
+def _space_checks(mu, data, facts: dict, asked: str) -> list[dict]:
     """The data-space checks of ``assess.fit_checks`` on a PINN's map (the fit's own run
-    facts and the data's, with the law asked: auto)."""
+    facts and the data's; ``asked`` the mu_model setting of the run)."""
     from helmholtz_pinn.assess import fit_checks
 
     names = ("law_consistency", "resolution", "wave_modulus", "slice_motion")
     return fit_checks.fit_quality(
         mu, data.mask, facts.get("mu_ref_pa"), noise_fraction=facts.get("noise_fraction"),
-        law_spread=facts.get("law_spread"), pde=facts.get("pde"), mu_model="auto",
+        law_spread=facts.get("law_spread"), pde=facts.get("pde"), mu_model=asked,
         checks=names, **fit_checks.data_facts(data),
     )  # fmt: skip
 
@@ -299,12 +299,15 @@ def fit(method: str, data, tiny: bool) -> tuple[dict, list[str], float]:
             pde = "navier" if data.n_comp == 3 else "hetero"
             rules = defaults.settings(defaults.facts_of(data), pde)
             settings.update({**defaults.overrides(rules), **(TINY_FIT if tiny else {})})
+            proposals = [f"{k}: {r.rule}" for k, r in rules.items() if not r.backed]
         elif method.startswith("set:"):
             settings.update(json.loads(method[4:]))
         res = hp.invert(data, progress=False, **settings)
     facts = res.metrics
+    if method == "rules":
+        facts["proposals_applied"] = proposals
     failed = {c["name"] for c in facts.get("fit_quality", []) if not c["passed"]}
-    for c in _space_checks(res.mu, data, facts):
+    for c in _space_checks(res.mu, data, facts, settings.get("mu_model", "auto")):
         failed.discard(c["name"])
         if not c["passed"]:
             failed.add(c["name"])
@@ -324,6 +327,7 @@ def record(m: Member, data, method: str, facts: dict, failed: list[str], seconds
         "contrast": facts.get("contrast_transfer"), "law": facts.get("law"),
         "law_spread": facts.get("law_spread"), "checks_failed": failed,
         "steps": facts.get("steps"), "seconds": round(seconds, 1), "error": facts.get("error"),
+        "proposals_applied": facts.get("proposals_applied"),
     }  # fmt: skip
 
 
