@@ -1,6 +1,8 @@
 """Plausibility checks of a finished fit (:func:`fit_quality`): failures that still give a
-map (a collapsed modulus, a residual that never fell, a network fitting the noise). Each
-check is recorded in ``metrics.json`` as ``fit_quality``; a failed one is also a
+map (a collapsed modulus, a residual that never fell, a network fitting the noise), and
+where the caller passes the data's facts (:func:`data_facts`) failures of the data space
+(coarse sampling meeting noise, a whole map off the data's own wavelength, a slice of 3-D
+motion). Each check is recorded in ``metrics.json`` as ``fit_quality``; a failed one is also a
 :class:`FitQualityWarning`. Plain numpy; moduli in Pa, losses nondimensional.
 """
 
