@@ -112,6 +112,7 @@ def organ_case(m: Member):
         background = c.Springpot(size * (50.0 / f_max) ** alpha, alpha)
     extent = np.array([*m.grid, m.slices]) * h
     small = float(extent[:2].min())
+    room = float(extent[2]) / 2 - 1.5 * h  # a sphere's radius that fits the slab in z
     law = background._replace  # targets: the background's law, scaled
     stiff = law(**{"storage" if m.law == "voigt" else "modulus": 2.2 * background[0]})
     soft = law(**{"storage" if m.law == "voigt" else "modulus": 0.7 * background[0]})
@@ -119,8 +120,8 @@ def organ_case(m: Member):
     if rng.random() < 0.5:
         centres = [(x, 1 - y) for x, y in centres]
     targets = (
-        c.sphere((*centres[0], 0.5), 0.14 * small, stiff),
-        c.sphere((*centres[1], 0.5), 0.11 * small, soft),
+        c.sphere((*centres[0], 0.5), min(0.14 * small, room), stiff),
+        c.sphere((*centres[1], 0.5), min(0.11 * small, room), soft),
     )
     faces = [("y0", "x1"), ("x0", "y1"), ("y1", "z0")][m.seed % 3]
     drivers = tuple(
