@@ -222,11 +222,12 @@ GEOMETRIES = {
         "organ", 3.0, 8, (24, 24), 10, "z", F3, "springpot", 1, fit_frequencies=(60.0,)
     ),
     "inplane": _geometry("organ", 2.0, 11, (28, 28), 10, "xy", F2, "voigt", 6),
-    # scalar fields: the grid range (24 to 128 voxels) and the slice counts (1 to 48)
+    # scalar fields: the grid range (24 to 128 voxels) and the slice counts (1: the 2-D
+    # fields, a Dataset needs 3 along every axis of a volume; 3 to 48)
     "plane24": _geometry("scalar", 3.5, 6, (24, 24), 0, "1", (60.0,), "voigt", 7),
     "plane64": _geometry("scalar", 2.0, 12, (64, 64), 0, "2", F3, "springpot", 8),
     "plane128": _geometry("scalar", 1.0, 20, (128, 128), 0, "2", (60.0, 80.0, 100.0), "voigt", 9),
-    "stack1": _geometry("scalar", 2.5, 9, (48, 48), 1, "1", F2, "springpot", 10),
+    "stack3": _geometry("scalar", 2.5, 9, (48, 48), 3, "1", F2, "springpot", 10),
     "stack48": _geometry("scalar", 1.5, 16, (64, 64), 48, "2", (40.0, 60.0), "voigt", 11),
 }
 TINY = {
