@@ -42,7 +42,7 @@ QUALITY_CHECKS = (
 # data-space checks; why each is what it is: docs/accuracy.md, "Fits that say they are off".
 QUALITY_LIMITS = dict(
     low=0.02, high=50.0, at_bound=0.5, ahi=2.0, pde=0.3, noise=0.25, fit=2e-3, loss=0.5,
-    seeds=0.1, voxels=10.0, clean=0.02, wave=1.4, through_plane=0.05,
+    seeds=0.1, voxels=10.0, clean=0.02, wave=1.4, through_plane=0.015,
 )  # fmt: skip
 _UNITS = "check the data's spacing (m) and frequency (Hz)"
 
@@ -148,7 +148,7 @@ def fit_quality(
       the data's own wavelength implies, the frequency farthest from 1; fails outside
       [1/1.4, 1.4] (the whole map off, as a map that falls towards 0 where the wave
       has died out); skipped without ``wavelength_m``;
-    - ``slice_motion``: ``through_plane_share``; fails above 0.05 (a 2-D slice of motion
+    - ``slice_motion``: ``through_plane_share``; fails above 0.015 (a 2-D slice of motion
       that is truly 3-D: the through-plane derivatives the 2-D fit takes as zero are
       not); skipped for volumes and fewer than three components.
 

@@ -70,8 +70,9 @@ def test_wave_modulus_fires_on_a_whole_map_30_percent_low():
 
 
 def test_slice_motion_fires_on_a_slice_of_truly_3d_motion():
-    """A slab slice carries 0.9 % of its power through-plane (the bundled example); a
-    slice whose through-plane component is a third of the motion fires."""
+    """A slab slice carries 0.9 % of its power through-plane (the bundled example) and
+    passes; the clinical reference's middle slice carries 1.6-3.6 % and fires, as does a
+    slice whose through-plane component is a third of the motion."""
     grid = (20, 20)
     x, y = np.meshgrid(np.arange(20) * 2e-3, np.arange(20) * 2e-3, indexing="ij")
     wave = np.exp(1j * 2 * np.pi * (x + 0.3 * y) / 20e-3)
@@ -84,6 +85,9 @@ def test_slice_motion_fires_on_a_slice_of_truly_3d_motion():
     slab = data_facts(dataset(0.1))
     assert slab["through_plane_share"] == pytest.approx(0.01 / 1.17, rel=1e-3)
     assert check("slice_motion", mu, mask, **slab)["passed"]
+    organ = data_facts(dataset(0.2))
+    assert organ["through_plane_share"] == pytest.approx(0.04 / 1.2, rel=1e-3)
+    assert not check("slice_motion", mu, mask, **organ)["passed"]
     fired = check("slice_motion", mu, mask, **data_facts(dataset(0.6)))
     assert not fired["passed"] and "fit the volume" in fired["message"]
     volume = data_facts(
