@@ -20,12 +20,30 @@ _EXPORTS = {
     # the PDE forms and the baselines' defaults
     "pde_forms": ("pinn.forms", "names"),
     "resolve_pde": ("pinn.forms", "resolve"),
+    "pde_form": ("pinn.forms", "get"),
     "AHI_SIGMA": "assess.baselines",
     "CURL_SIGMA": "assess.baselines",
     # data: noise and slices as the simulators make them
     "add_noise": "forward.phantoms",
     "shared_noise": "forward.elastic",
     "middle_slice": "forward.elastic",
+    # phantoms a study builds (the data-space sweep)
+    "four_target": "forward.phantoms",
+    "as_springpot": "forward.phantoms",
+    "simulate_fd": ("forward.phantoms", "simulate"),
+    "ClinicalCase": "forward.clinical",
+    "Organ": "forward.clinical",
+    "Driver": "forward.clinical",
+    "sphere": "forward.clinical",
+    "Voigt": "laws.voigt",
+    "Springpot": "laws.springpot",
+    # the fit's checks and the data's facts, as invert computes them
+    "fit_quality": "assess.fit_checks",
+    "data_facts": "assess.fit_checks",
+    "estimate_wavelength": ("assess.wavelength", "estimate_dataset"),
+    "data_defaults": ("fit.defaults", "settings"),
+    "data_facts_of": ("fit.defaults", "facts_of"),
+    "default_overrides": ("fit.defaults", "overrides"),
     # scores and results beside invert's
     "relative_error_map": "assess.metrics",
     "shown_contrasts": "assess.metrics",

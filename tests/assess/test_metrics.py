@@ -320,6 +320,11 @@ GOOD = dict(  # the inputs of a plausible fit of 3 kPa tissue
     history=[{"loss": 1.0, "last_loss": 0.5}, {"loss": 0.05, "last_loss": 0.02}],
     mu_std=np.full(GRID, 90.0 + 9j),  # an ensemble whose seeds agree to 3 %
     law_spread=0.004,  # the per-frequency factors of a fitting law
+    # the data-space checks: 1 mm voxels at 80 Hz, the wavelength of 3 kPa (21.7 voxels)
+    frequency=[80.0],
+    spacing=[1e-3, 1e-3],
+    wavelength_m=[np.sqrt(3000.0 / 1000.0) / 80.0],
+    through_plane_share=0.01,
 )
 
 
@@ -392,7 +397,10 @@ def test_each_check_fails_on_its_failure(name, mu, inputs, value):
     assert "try" in checks[name]["message"]  # what to do about it
     others = [c["name"] for c in checks.values() if not c["passed"] and c["name"] != name]
     nan_map = not np.isfinite(mu).any()  # no finite G': no seed agreement either
-    allowed = [[], ["ahi_agreement"]] + [["ahi_agreement", "seed_agreement"]] * nan_map
+    # a collapsed or out-of-range map is also off the data's own wavelength and unresolved
+    whole = ["ahi_agreement", "resolution", "wave_modulus"]
+    allowed = [[], ["ahi_agreement"], ["ahi_agreement", "wave_modulus"], whole]
+    allowed += [["ahi_agreement", "seed_agreement"]] * nan_map
     assert not others or name == "modulus_range" and others in allowed
 
 

@@ -1,0 +1,267 @@
+"""Defaults that follow the data: pure rules from the data's facts to a setting.
+
+Each rule takes :class:`DataFacts` (what the data show: the shortest shear wavelength
+in voxels estimated from u, the grid, the noise, the components and frequencies) and
+returns a :class:`Default`: the value, the rule in words and whether the rule is backed
+by a measurement (``backed``) or is a proposal awaiting the data-space sweep
+(``scripts/sweep.py``). In the region the defaults were tuned on (14-17 voxels per
+shortest wavelength, grids of 80-100 voxels, three components, at most moderate noise)
+every rule returns today's value. A user's explicit setting is not these rules' concern:
+the run plan applies a rule only to a setting left None. Why each rule is what it is:
+docs/defaults.md, "Defaults that follow the data".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from helmholtz_pinn.assess import wavelength
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.pinn import forms, problem, train
+from helmholtz_pinn.pinn.forms import weak
+
+__all__ = [
+    "COARSE",
+    "SMALL_2D",
+    "DataFacts",
+    "Default",
+    "batch_size",
+    "facts_of",
+    "fourier_scales",
+    "learning_rate",
+    "lbfgs_runs",
+    "network_size",
+    "overrides",
+    "pde_margin",
+    "pde_weight",
+    "settings",
+    "sigma_factor_u",
+    "steps",
+]
+
+# Below COARSE voxels per shortest wavelength, with noise (the best field's noise fraction
+# at least problem.CLEAN_NOISE), is where the maps failed silently (a liver-like volume at
+# -20 dB, 8 voxels: 26 % G'; clean it was 3.6 %).
+COARSE = 10.0
+# 2-D data with fewer mask voxels than this are small against the tuned 80 x 100 grids
+# (8000 voxels): the bundled example (30 x 36) gave 36 % at the default networks and 15 %
+# at the CPU-sized ones.
+SMALL_2D = 2000
+SMALL_NETWORKS = dict(width=64, mu_width=32, n_features=64)  # those of config.cpu_settings
+# Proposed: the Fourier factor of the u-network shrinks as COARSE_CAP * voxels per
+# wavelength / COARSE where coarse sampling meets noise; the PDE weight rises to
+# NOISY_COARSE_PDE_WEIGHT there.
+NOISY_COARSE_PDE_WEIGHT = 0.3
+
+
+class DataFacts(NamedTuple):
+    """What the data show, as the rules read it: ``voxels_per_wavelength`` (the shortest
+    shear wavelength estimated from u, in mean in-plane voxels), ``wavelength_m`` (the
+    same in m), ``field_of_view_m`` (the largest extent (n - 1) h, m), ``grid``,
+    ``mask_voxels``, ``noise`` (the best field's noise fraction), ``n_comp``, ``ndim`` and
+    ``n_freq``."""
+
+    voxels_per_wavelength: float
+    wavelength_m: float
+    field_of_view_m: float
+    grid: tuple[int, ...]
+    mask_voxels: int
+    noise: float
+    n_comp: int
+    ndim: int
+    n_freq: int
+
+
+class Default(NamedTuple):
+    """A data-derived setting: ``value``, ``rule`` (in words, for metrics.json) and
+    ``backed`` (True: measured, docs/defaults.md; False: a proposal awaiting the sweep)."""
+
+    value: Any
+    rule: str
+    backed: bool
+
+
+def facts_of(dataset) -> DataFacts:
+    """The :class:`DataFacts` of a :class:`~helmholtz_pinn.io.dataset.Dataset`: the
+    wavelength from :func:`helmholtz_pinn.assess.wavelength.estimate` (the shortest over
+    the frequencies), the noise from :func:`helmholtz_pinn.pinn.problem.best_noise`.
+    Raises an InputError where u shows no wavelength."""
+    lam = wavelength.estimate_dataset(dataset)
+    if not math.isfinite(lam.shortest_metres):
+        raise InputError(
+            "no shear wavelength could be estimated from u (a field of noise, or no axis of "
+            "3 valid voxels); give sigma_u=, sigma_mu= and pde_margin= explicitly"
+        )
+    return DataFacts(
+        voxels_per_wavelength=lam.shortest_voxels,
+        wavelength_m=lam.shortest_metres,
+        field_of_view_m=problem.field_of_view(dataset),
+        grid=tuple(dataset.grid),
+        mask_voxels=int(np.count_nonzero(dataset.mask)),
+        noise=problem.best_noise(dataset),
+        n_comp=dataset.n_comp,
+        ndim=dataset.ndim,
+        n_freq=dataset.n_freq,
+    )
+
+
+def _noisy_coarse(facts: DataFacts) -> bool:
+    return facts.voxels_per_wavelength < COARSE and facts.noise >= problem.CLEAN_NOISE
+
+
+def sigma_factor_u(facts: DataFacts) -> Default:
+    """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
+
+    Backed: 0.5 for 3-D data and for 2-D data of noise fraction at least
+    ``problem.NOISY_2D``, else 1.0 (today's rule). Proposal: where coarse sampling
+    meets noise (:data:`COARSE`), times voxels per wavelength / COARSE, so that the
+    highest Fourier frequency per voxel stays at most that of a tuned fit."""
+    noisy_2d = facts.ndim == 2 and facts.noise >= problem.NOISY_2D
+    base = problem.SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else problem.SIGMA_FACTOR_U_2D
+    rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
+    if facts.ndim == 2:
+        rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {problem.NOISY_2D:g}"
+    if not _noisy_coarse(facts):
+        return Default(base, rule, True)
+    value = round(base * facts.voxels_per_wavelength / COARSE, 3)
+    rule += (
+        f"; times {facts.voxels_per_wavelength:.3g} / {COARSE:g} voxels per wavelength "
+        f"(coarse sampling meeting noise {facts.noise:.3g})"
+    )
+    return Default(value, rule, False)
+
+
+def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) -> Default:
+    """(sigma_u, sigma_mu), cycles per field of view: each factor times L / lambda_min,
+    lambda_min the shortest wavelength estimated from u (today's rule reads lambda_min
+    from the AHI estimate of mu_ref; on the tuning data the two agree within 2-3 %)."""
+    cycles = facts.field_of_view_m / facts.wavelength_m
+    rule = (
+        f"factors {factor_u:g} / {factor_mu:g} times L / lambda = {cycles:.3g} (lambda "
+        f"{facts.wavelength_m * 1e3:.3g} mm estimated from u)"
+    )
+    return Default((factor_u * cycles, factor_mu * cycles), rule, True)
+
+
+def network_size(facts: DataFacts) -> Default:
+    """``width``, ``n_features``, ``mu_width``, ``mu_depth`` as a dict.
+
+    Backed: today's sizes by dimension (``pinn.train.WIDTH`` etc.). Proposal: 2-D data
+    of fewer than :data:`SMALL_2D` mask voxels get the CPU-sized networks (one
+    measurement: the bundled 30 x 36 example at 15 % against 36 %, with the CPU-sized
+    batch and steps too)."""
+    d = facts.ndim
+    sizes = dict(
+        width=train.WIDTH[d],
+        n_features=train.N_FEATURES[d],
+        mu_width=train.MU_WIDTH[d],
+        mu_depth=train.MU_DEPTH[d],
+    )
+    if d == 2 and facts.mask_voxels < SMALL_2D:
+        rule = f"a small 2-D field ({facts.mask_voxels} < {SMALL_2D} voxels): CPU-sized networks"
+        return Default({**sizes, **SMALL_NETWORKS}, rule, False)
+    return Default(sizes, f"the {d}-D sizes", True)
+
+
+def batch_size(facts: DataFacts) -> Default:
+    """Voxels per step: today's 2048 (a 3-D fit at 4096 was as accurate at twice the
+    time); a mask with fewer voxels is taken whole by the step (``train.Spec``)."""
+    value = train.BATCH_SIZE[facts.ndim]
+    if facts.mask_voxels <= value:
+        return Default(value, f"{value}: the whole mask ({facts.mask_voxels} voxels)", True)
+    return Default(value, f"{value} voxels per step", True)
+
+
+def pde_margin(facts: DataFacts, pde: str) -> Default:
+    """Voxels at the field of view's in-plane edges without a PDE residual: the form's
+    ``pde_margin`` fraction (:class:`helmholtz_pinn.pinn.forms.Form`, by dimension) of the
+    wavelength estimated from u, in voxels, rounded, at least 1, and (a guard, not a measurement) at most a quarter
+    of the smallest in-plane axis; 0 where the form has none."""
+    fraction = forms.get(pde).pde_margin.get(facts.ndim, 0.0)
+    if not fraction:
+        return Default(0, f"0: no margin for the {pde} form in {facts.ndim}-D", True)
+    value = max(1, round(fraction * facts.voxels_per_wavelength))
+    cap = max(1, min(facts.grid[:2]) // 4)
+    what = "the patch half-width" if fraction == weak.HALF_WIDTH else f"{fraction:.3g}"
+    rule = f"{what} of {facts.voxels_per_wavelength:.3g} voxels per wavelength"
+    if value > cap:
+        return Default(cap, f"{rule}, capped at a quarter of the in-plane grid", False)
+    return Default(value, rule, True)
+
+
+def steps(facts: DataFacts) -> Default:
+    """Adam steps: today's 10 000 (20 000 gave 1.8 -> 1.5 % on four-target at twice the
+    time); no measurement ties the step count to the data's scale."""
+    return Default(Config.steps, f"{Config.steps}: no data-dependent rule measured", True)
+
+
+def learning_rate(facts: DataFacts) -> Default:
+    """Adam's rate: today's 1e-3 (3e-3 was within the run-to-run spread on four-target);
+    no measurement ties it to the data's scale."""
+    rate = Config.learning_rate
+    return Default(rate, f"{rate:g}: no data-dependent rule measured", True)
+
+
+def pde_weight(facts: DataFacts) -> Default:
+    """The PDE loss's weight. Backed: 0.1 (clean four-target and the clinical tuning
+    members at 1.5-2.5 mm). Proposal: :data:`NOISY_COARSE_PDE_WEIGHT` where coarse
+    sampling meets noise (a stronger physics prior where the data fit the noise)."""
+    if _noisy_coarse(facts):
+        rule = (
+            f"{NOISY_COARSE_PDE_WEIGHT:g}: coarse sampling ({facts.voxels_per_wavelength:.3g} "
+            f"voxels per wavelength) meeting noise ({facts.noise:.3g})"
+        )
+        return Default(NOISY_COARSE_PDE_WEIGHT, rule, False)
+    return Default(Config.pde_weight, f"{Config.pde_weight:g}", True)
+
+
+def lbfgs_runs(facts: DataFacts, pde: str, members: int = 1) -> Default:
+    """Whether the L-BFGS phase runs: today's rule (``problem.lbfgs_plan``): one navier
+    fit (``members`` 1: one dataset, no ensemble) of clean data (best noise fraction
+    below ``problem.CLEAN_NOISE``) whose mask has at most ``Config.lbfgs_points``
+    voxels. Steps are :func:`steps`' (above ``Config.lbfgs_from``)."""
+    reasons = []
+    if pde != "navier" or members != 1:
+        reasons.append("not one navier fit")
+    if facts.noise >= problem.CLEAN_NOISE:
+        reasons.append(f"noise {facts.noise:.3g} >= {problem.CLEAN_NOISE:g}")
+    if facts.mask_voxels > Config.lbfgs_points:
+        reasons.append(f"{facts.mask_voxels} voxels > {Config.lbfgs_points}")
+    if reasons:
+        return Default(False, "no phase: " + "; ".join(reasons), True)
+    return Default(True, "one clean navier fit of at most lbfgs_points voxels", True)
+
+
+def settings(facts: DataFacts, pde: str, members: int = 1) -> dict[str, Default]:
+    """Every rule's :class:`Default` for a fit of form ``pde`` (resolved) with
+    ``members`` members, keyed by the :class:`~helmholtz_pinn.config.Config` field it
+    sets (``network`` and ``fourier`` carry several; ``lbfgs`` is a yes/no)."""
+    factor = sigma_factor_u(facts)
+    return dict(
+        sigma_factor_u=factor,
+        fourier=fourier_scales(facts, factor.value, Config.sigma_factor_mu),
+        network=network_size(facts),
+        batch_size=batch_size(facts),
+        pde_margin=pde_margin(facts, pde),
+        steps=steps(facts),
+        learning_rate=learning_rate(facts),
+        pde_weight=pde_weight(facts),
+        lbfgs=lbfgs_runs(facts, pde, members),
+    )
+
+
+def overrides(rules: dict[str, Default]) -> dict[str, Any]:
+    """Config fields from :func:`settings` (for a run that applies every rule, the
+    sweep's ``rules`` arm): sigma_u, sigma_mu, the network sizes, batch_size, pde_margin,
+    steps, learning_rate, pde_weight and lbfgs_steps 0 where the phase does not run."""
+    sigma_u, sigma_mu = rules["fourier"].value
+    out = dict(sigma_u=sigma_u, sigma_mu=sigma_mu, **rules["network"].value)
+    for name in ("batch_size", "pde_margin", "steps", "learning_rate", "pde_weight"):
+        out[name] = rules[name].value
+    if not rules["lbfgs"].value:
+        out["lbfgs_steps"] = 0
+    return out

@@ -1,0 +1,121 @@
+"""The data-derived defaults: pure rules on constructed facts. In the tuned region (14-17
+voxels per shortest wavelength, grids of 80-100 voxels, three components, at most
+moderate noise) each returns today's value; outside it, only the documented proposals
+move, and they say they are proposals."""
+
+import numpy as np
+import pytest
+
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.fit import defaults
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn import problem, train
+
+
+def facts(**kw):
+    """The elastic four-target slab volume: 80 x 100 x 10 voxels of 1 mm, 17.6 voxels per
+    wavelength at 100 Hz, three components, clean."""
+    base = dict(
+        voxels_per_wavelength=17.6, wavelength_m=17.6e-3, field_of_view_m=99e-3,
+        grid=(80, 100, 10), mask_voxels=80_000, noise=0.003, n_comp=3, ndim=3, n_freq=3,
+    )  # fmt: skip
+    return defaults.DataFacts(**{**base, **kw})
+
+
+TUNED = [
+    facts(),  # the slab volume, clean
+    facts(noise=0.07),  # at -20 dB
+    facts(grid=(80, 100), ndim=2, mask_voxels=8000, voxels_per_wavelength=14.0),  # a slice
+    facts(grid=(32, 32, 16), mask_voxels=9000, voxels_per_wavelength=15.8),  # the reference
+]
+
+
+@pytest.mark.parametrize("f", TUNED)
+def test_the_tuned_region_gets_todays_values(f):
+    rules = defaults.settings(f, "navier")
+    assert all(r.backed for r in rules.values()), {k: r.rule for k, r in rules.items()}
+    today = problem.SIGMA_FACTOR_U_3D if f.ndim == 3 else problem.SIGMA_FACTOR_U_2D
+    assert rules["sigma_factor_u"].value == today
+    sizes = rules["network"].value
+    assert sizes == dict(
+        width=train.WIDTH[f.ndim], n_features=train.N_FEATURES[f.ndim],
+        mu_width=train.MU_WIDTH[f.ndim], mu_depth=train.MU_DEPTH[f.ndim],
+    )  # fmt: skip
+    assert rules["batch_size"].value == 2048
+    assert rules["steps"].value == Config.steps == 10_000
+    assert rules["learning_rate"].value == Config.learning_rate
+    assert rules["pde_weight"].value == Config.pde_weight == 0.1
+    margin = 3 if f.ndim == 3 and f.voxels_per_wavelength < 18 else 0
+    assert rules["pde_margin"].value == margin  # 1 mm slabs at 100 Hz: 3 voxels
+
+
+def test_the_fourier_scale_is_the_factor_over_the_wavelength_from_u():
+    f = facts(field_of_view_m=0.1, wavelength_m=0.02)
+    sigma_u, sigma_mu = defaults.fourier_scales(f, 0.5, 0.5).value
+    assert sigma_u == pytest.approx(2.5) and sigma_mu == pytest.approx(2.5)
+
+
+def test_noisy_2d_data_get_the_smaller_factor_as_today():
+    clean = defaults.sigma_factor_u(facts(ndim=2, grid=(80, 100), noise=0.05))
+    noisy = defaults.sigma_factor_u(facts(ndim=2, grid=(80, 100), noise=0.2))
+    assert (clean.value, noisy.value) == (1.0, 0.5) and clean.backed and noisy.backed
+    assert "0.2 >= 0.15" in noisy.rule
+
+
+def test_coarse_sampling_meeting_noise_is_a_proposal():
+    """The liver-like volume at -20 dB (8 voxels per wavelength, noise 0.07): the
+    proposals lower the u-network's scale and raise the PDE weight; clean, nothing moves."""
+    liver = facts(voxels_per_wavelength=8.0, grid=(32, 32, 12), mask_voxels=7000, noise=0.07)
+    factor, weight = defaults.sigma_factor_u(liver), defaults.pde_weight(liver)
+    assert factor.value == pytest.approx(0.4) and not factor.backed
+    assert weight.value == defaults.NOISY_COARSE_PDE_WEIGHT and not weight.backed
+    assert "coarse sampling" in factor.rule and "coarse sampling" in weight.rule
+    clean = liver._replace(noise=0.004)
+    assert defaults.sigma_factor_u(clean) == (0.5, "0.5: 3-D data", True)
+    assert defaults.pde_weight(clean).value == 0.1
+
+
+def test_a_small_2d_field_gets_the_cpu_sized_networks_as_a_proposal():
+    example = facts(grid=(30, 36), ndim=2, mask_voxels=1080, voxels_per_wavelength=9.2)
+    size = defaults.network_size(example)
+    assert size.value["width"] == 64 and size.value["n_features"] == 64 and not size.backed
+
+
+def test_the_margin_follows_the_wavelength_and_keeps_the_grid():
+    assert defaults.pde_margin(facts(voxels_per_wavelength=8.0), "navier").value == 1
+    assert defaults.pde_margin(facts(voxels_per_wavelength=30.0), "navier").value == 5
+    small = defaults.pde_margin(facts(voxels_per_wavelength=40.0, grid=(24, 24, 8)), "navier")
+    assert small.value == 6 and not small.backed and "capped" in small.rule
+    assert defaults.pde_margin(facts(ndim=2, grid=(80, 100)), "navier").value == 0
+    assert defaults.pde_margin(facts(), "hetero").value == 0
+
+
+def test_the_lbfgs_phase_as_today():
+    assert defaults.lbfgs_runs(facts(mask_voxels=9000), "navier").value
+    assert not defaults.lbfgs_runs(facts(), "navier").value  # 80 000 voxels
+    assert not defaults.lbfgs_runs(facts(mask_voxels=9000, noise=0.07), "navier").value
+    assert not defaults.lbfgs_runs(facts(mask_voxels=9000), "hetero").value
+    assert not defaults.lbfgs_runs(facts(mask_voxels=9000), "navier", members=2).value
+
+
+def test_overrides_are_config_fields():
+    f = facts(mask_voxels=9000)
+    fields = defaults.overrides(defaults.settings(f, "navier"))
+    Config(**fields)  # every key is a field, every value valid
+    assert "lbfgs_steps" not in fields
+    assert defaults.overrides(defaults.settings(facts(), "navier"))["lbfgs_steps"] == 0
+
+
+def test_facts_of_a_dataset():
+    x, y = np.meshgrid(np.arange(40) * 1e-3, np.arange(30) * 1e-3, indexing="ij")
+    u = np.stack([np.exp(1j * 2 * np.pi * x / 16e-3), np.exp(1j * 2 * np.pi * y / 20e-3)])
+    data = Dataset(u=u[:, None].astype(np.complex64), frequency=[60.0, 80.0], spacing=[1e-3] * 2)
+    f = defaults.facts_of(data)
+    assert f.voxels_per_wavelength == pytest.approx(16.0, rel=0.01)
+    assert (f.grid, f.mask_voxels, f.n_comp, f.ndim, f.n_freq) == ((40, 30), 1200, 1, 2, 2)
+    assert f.field_of_view_m == pytest.approx(39e-3)
+    with pytest.raises(InputError, match="no shear wavelength"):
+        defaults.facts_of(
+            Dataset(u=np.zeros((1, 1, 8, 8), np.complex64), frequency=[60.0], spacing=[1e-3] * 2)
+        )
