@@ -179,8 +179,9 @@ def batch_size(facts: DataFacts) -> Default:
 def pde_margin(facts: DataFacts, pde: str) -> Default:
     """Voxels at the field of view's in-plane edges without a PDE residual: the form's
     ``pde_margin`` fraction (:class:`helmholtz_pinn.pinn.forms.Form`, by dimension) of the
-    wavelength estimated from u, in voxels, rounded, at least 1, and (a guard, not a measurement) at most a quarter
-    of the smallest in-plane axis; 0 where the form has none."""
+    wavelength estimated from u, in voxels, rounded, at least 1, and (a guard, not a
+    measurement) at most a quarter of the smallest in-plane axis; 0 where the form has
+    none."""
     fraction = forms.get(pde).pde_margin.get(facts.ndim, 0.0)
     if not fraction:
         return Default(0, f"0: no margin for the {pde} form in {facts.ndim}-D", True)
