@@ -67,6 +67,7 @@ def fit_quality(
     members: int = 1,
     law_spread: float | None = None,
     pde: str | None = None,
+    laws_tried: tuple[str, ...] = (),
     checks: tuple[str, ...] = QUALITY_CHECKS,
 ) -> list[FitCheck]:
     """Plausibility checks of a finished fit, to catch failures that still give a map.
@@ -90,6 +91,8 @@ def fit_quality(
         best satisfy the PDE differ (:func:`helmholtz_pinn.pinn.dispersion.spread`); None
         where no law was fitted (one frequency, per-frequency moduli, a baseline).
       pde: the fit's PDE form (its law_consistency limit: :func:`laws.spread_limit`).
+      laws_tried: the laws fitted to these data before one was kept (mu_model="auto"):
+        law_consistency's advice then names only what was not tried.
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
 
     Returns one dict per check: ``name``, ``passed`` (bool), ``skipped`` (an input is
@@ -133,7 +136,7 @@ def fit_quality(
         "data_fit": _fit_check(final_data, noise_fraction, field_weight, members),
         "loss_decrease": _loss_check(history),
         "seed_agreement": _seed_check(mu, mu_std, mask),
-        "law_consistency": _law_check(law_spread, spread_limit(pde)),
+        "law_consistency": _law_check(law_spread, spread_limit(pde), laws_tried),
     }
     out = []
     for name in checks:
@@ -196,7 +199,7 @@ def _ahi_check(median: float, estimate: float | None):
     return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
 
 
-def _law_check(spread: float | None, limit: float):
+def _law_check(spread: float | None, limit: float, tried: tuple[str, ...] = ()):
     if spread is None or not math.isfinite(spread):
         return "skipped: no viscoelastic law fitted (one frequency or per-frequency moduli)"
     measured = (
@@ -207,6 +210,12 @@ def _law_check(spread: float | None, limit: float):
         "the law does not describe the data's dispersion: fit with mu_model='auto' (chosen "
         "by the data), the other law, or per-frequency"
     )
+    if len(tried) > 1:  # auto ran: the other law fitted worse
+        advice = (
+            f"neither law tried ({', '.join(tried)}) describes the data's dispersion: fit "
+            "with mu_model='per-frequency' (one modulus per frequency), and check the "
+            "frequencies against the data's components (convert's axes=)"
+        )
     return spread, limit, spread <= limit, measured, advice
 
 

@@ -233,8 +233,8 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
         where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
-        if tried and run["progress"]:
-            print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
+        if run["progress"]:  # the first bar is one of len(laws.ORDER) fits: say so up front
+            print(_law_progress(law, tried), file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
             law_cfg = cfg.replace(mu_model=law)
@@ -244,6 +244,7 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     kept = trained[law] if cfg.lbfgs_steps is not None else _continued(trained[law], run)
+    kept.fitted.facts["laws_tried"] = list(tried)  # fit_quality's advice names the others
     seconds = time.perf_counter() - t0
     record = {
         "mu_model": law,
@@ -253,6 +254,18 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
         "line": laws.describe(law, tried, seconds),
     }
     return _with_law(_results(kept), record)
+
+
+def _law_progress(law: str, tried: dict) -> str:
+    """The line before the fit of ``law`` under mu_model="auto": the first names every
+    law to be fitted (the first progress bar is one of them), the next what it is
+    compared with."""
+    if tried:
+        return f"law: fitting {law} to compare with {', '.join(tried)}"
+    return (
+        f"law: auto: {len(laws.ORDER)} fits, {' then '.join(laws.ORDER)}, keeping the law the "
+        f"data fit better (naming the law fits one); fitting {law}"
+    )
 
 
 def _law_facts(t: _Trained) -> list[dict]:

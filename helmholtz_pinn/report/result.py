@@ -118,6 +118,19 @@ class Result:
             affine = data.affine if affine is None else affine
             files.write_nifti_maps(out, maps, data.spacing, affine=affine)
 
+    def summary(self, *, wall_time_s: float | None = None) -> str:
+        """The map in a few lines: median G', G'' and phase angle per frequency, each
+        region's (with its size, error and contrast where known), how the fit ran and one
+        verdict of the fit checks (:func:`helmholtz_pinn.report.summary.summary`);
+        ``wall_time_s``: the whole command's time, s, shown instead of the fit's."""
+        from helmholtz_pinn.report.summary import summary
+
+        return summary(self, wall_time_s=wall_time_s)
+
+    def __repr__(self) -> str:
+        shape = "x".join(map(str, self.mu.shape))
+        return f"Result(mu {shape} complex Pa)\n{self.summary()}"
+
     def plot(self):
         """The modulus figure (recovered, truth and error when known)."""
         from helmholtz_pinn.report import figures
@@ -336,4 +349,5 @@ def quality_checks(
         members=config.ensemble,
         law_spread=facts.get("law_spread"),
         pde=facts.get("pde"),
+        laws_tried=tuple(facts.get("laws_tried", ())),
     )
