@@ -106,9 +106,15 @@ def _simulate_elastic(args, options: dict):
     )
     try:
         with _signals_stop_at_once():
-            return elastic.simulate_elastic(noise_db=args.noise_db, seed=args.seed, **kwargs)
+            return elastic.simulate_elastic(
+                noise_db=args.noise_db, seed=args.seed, log=_progress_line, **kwargs
+            )
     except ValueError as err:  # an argument check of simulate_elastic
         raise ConfigError(f"--physics elastic: {err}") from None
+
+
+def _progress_line(line: str) -> None:
+    print(f"  {line}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

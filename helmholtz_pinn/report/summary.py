@@ -108,7 +108,11 @@ def _target_lines(facts: dict, dataset) -> list[str]:
     if dataset is not None:
         sizes = target_sizes(dataset.regions, dataset.spacing)
     truth = facts.get("regions") or {}
-    contrast = facts.get("contrast_transfer") or {}
+    from helmholtz_pinn.assess.metrics import shown_contrasts
+
+    contrast, loss = shown_contrasts(
+        facts.get("contrast_transfer"), facts.get("contrast_transfer_loss")
+    )  # a viscosity-only target has a G'' contrast to read, not a G' one
     lines = [f"regions (at {_hz(label)}; size = equivalent diameter):"]
     for region, q in sorted(regions.items(), key=_by_number):
         name = "background" if region == "1" else f"target {region}"
@@ -119,8 +123,10 @@ def _target_lines(facts: dict, dataset) -> list[str]:
         if known.get("true_median_storage_pa") is not None:
             error = known.get("median_rel_error_storage")
             text += f" (true G' {pascal(known['true_median_storage_pa'])}, error {_pct(error)})"
-        if contrast.get(region) is not None:
+        if region in contrast:
             text += f", contrast {contrast[region]:.2f}"
+        elif region in loss:
+            text += f", G'' contrast {loss[region]:.2f}"
         lines.append(text)
     return lines
 

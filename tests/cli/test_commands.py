@@ -216,3 +216,17 @@ def test_an_implausible_file_of_a_batch_is_named(tmp_path, capsys):
     code = main(["invert", str(good), str(bad), "--out", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and f"{bad}: implausible dataset" in err and err.count("\n") == 1
+
+
+def test_the_elastic_solve_leaves_sigint_and_sigterm_to_their_default_action():
+    """Inside the FEM solve (compiled code, where a Python handler would run only once it
+    returns) Ctrl-C and SIGTERM end the process at once; the handlers come back after."""
+    import signal
+
+    from helmholtz_pinn.cli.commands import _signals_stop_at_once
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with _signals_stop_at_once():
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_DFL
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
