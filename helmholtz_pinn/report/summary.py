@@ -25,8 +25,8 @@ import numpy as np
 AXES_CHECKS = {"ahi_agreement", "pde_residual", "data_fit", "law_consistency"}
 # shown where G'' is: what a newcomer would otherwise read as a viscous lesion
 LOSS_NOTE = (
-    "G'' often peaks at stiff targets where the tissue's G'' is flat: an artefact of "
-    "the fit at sharp G' edges, not a viscous lesion (docs/getting-started.md#reading-the-map)"
+    "G'' often peaks at stiff targets where the tissue's G'' is flat: an artefact at sharp "
+    "G' edges (PINN and AHI alike), not a viscous lesion (docs/getting-started.md#reading-the-map)"
 )
 
 
@@ -63,7 +63,7 @@ def summary(result: Any, *, wall_time_s: float | None = None, advice: bool = Tru
     facts = result.metrics
     lines = _map_lines(facts)
     lines += _target_lines(facts, result.dataset)
-    if lines and "steps" in facts:  # a PINN's map
+    if lines:
         lines.append(f"  note: {LOSS_NOTE}")
     accuracy = _accuracy(facts)
     if accuracy:
