@@ -299,7 +299,7 @@ def _summary(result, out: Path) -> None:
     for note in facts.get("notes", []):
         print(f"note: {cli_voice(note)}")
     if verdict:  # last: what to make of it all
-        print(f"verdict:{verdict}")
+        print(cli_voice(f"verdict:{verdict}"))
     sys.stdout.flush()  # the summary before the warnings where both go to one terminal
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
