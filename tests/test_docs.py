@@ -111,7 +111,8 @@ def test_the_readme_own_data_commands_run_as_written(tmp_path):
 
     data = simulate_phantom("four-target", components=3, shape=(40, 50), spacing=2e-3)
     u = np.transpose(data.u, (2, 3, 1, 0))[:, :, None]  # (F, C, x, y) -> (x, y, z, c, f)
-    mask = np.ones(u.shape[:3], np.uint8)
+    mask = np.zeros(u.shape[:3], np.uint8)
+    mask[2:38, 2:48] = 1
     scipy.io.savemat(tmp_path / "scan.mat", {"U": u, "mask": mask, "voxel_mm": [2.0, 2.0, 2.0]})
     tiny = "--steps 20 --sync-interval 10 --width 16 --n-features 8 --mu-model voigt"
     commands = _own_data_commands()
@@ -130,5 +131,6 @@ def test_the_readme_own_data_commands_run_as_written(tmp_path):
     converted = np.load(tmp_path / "scan.npz")
     assert converted["u"].shape == (3, 3, 40, 50)
     np.testing.assert_allclose(converted["spacing"], [2e-3, 2e-3])  # voxel_mm, in mm
+    assert converted["mask"].sum() == 36 * 46  # the file's mask variable
     for out in ("scan_pinn", "scan_ahi"):
         assert (tmp_path / out / "mu.npz").is_file()

@@ -233,12 +233,15 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
     for law in laws.ORDER:
         folder = ckpt["checkpoint_dir"]
         where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
-        if run["progress"]:  # the first bar is one of len(laws.ORDER) fits: say so up front
-            print(_law_progress(law, tried), file=sys.stderr)
+        if tried and run["progress"]:
+            print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
+        n = len(tried) + 1  # each bar says which of the fits it is
+        label = f"auto: {law}, law {n} of {len(laws.ORDER)}" if run["progress"] else False
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
             law_cfg = cfg.replace(mu_model=law)
-            trained[law] = _train(data, law_cfg, **run, **where, **more, phase=phase)
+            law_run = dict(run, progress=label)
+            trained[law] = _train(data, law_cfg, **law_run, **where, **more, phase=phase)
         tried[law] = _law_spread(trained[law])
     law = laws.chosen(tried)
     for w in caught[law]:  # the kept fit's warnings, as they came
@@ -254,18 +257,6 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
         "line": laws.describe(law, tried, seconds),
     }
     return _with_law(_results(kept), record)
-
-
-def _law_progress(law: str, tried: dict) -> str:
-    """The line before the fit of ``law`` under mu_model="auto": the first names every
-    law to be fitted (the first progress bar is one of them), the next what it is
-    compared with."""
-    if tried:
-        return f"law: fitting {law} to compare with {', '.join(tried)}"
-    return (
-        f"law: auto: {len(laws.ORDER)} fits, {' then '.join(laws.ORDER)}, keeping the law the "
-        f"data fit better (naming the law fits one); fitting {law}"
-    )
 
 
 def _law_facts(t: _Trained) -> list[dict]:
