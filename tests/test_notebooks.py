@@ -13,7 +13,7 @@ CELL_TIMEOUT_S = 300
 # inline figures (image/png outputs) each notebook shows: 01 wave, methods, modulus, loss;
 # 02 wave with mask, modulus; 03 the middle slice's moduli beside the truth and their
 # errors, and the wave field of each of the three components
-FIGURES = {"01_quickstart.ipynb": 4, "02_your_data.ipynb": 2, "03_scanner_volume.ipynb": 4}
+FIGURES = {"01_quickstart.ipynb": 4, "02_your_data.ipynb": 4, "03_scanner_volume.ipynb": 4}
 
 
 def test_the_notebooks_exist():

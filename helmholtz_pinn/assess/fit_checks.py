@@ -81,6 +81,7 @@ def fit_quality(
     rho: float = 1000.0,
     wavelength_m: Any = None,
     through_plane_share: float | None = None,
+    laws_tried: tuple[str, ...] = (),
     checks: tuple[str, ...] = QUALITY_CHECKS,
 ) -> list[FitCheck]:
     """Plausibility checks of a finished fit, to catch failures that still give a map.
@@ -112,6 +113,8 @@ def fit_quality(
         :func:`helmholtz_pinn.assess.wavelength.estimate`), for ``wave_modulus``.
       through_plane_share: a 2-D fit of three components: the through-plane component's
         share of the field power (:func:`data_facts`); None otherwise.
+      laws_tried: the laws fitted to these data before one was kept (mu_model="auto"):
+        law_consistency's advice then names only what was not tried.
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
 
     Returns one dict per check: ``name``, ``passed`` (bool), ``skipped`` (an input is
@@ -168,7 +171,10 @@ def fit_quality(
         "loss_decrease": _loss_check(history),
         "seed_agreement": _seed_check(mu, mu_std, mask),
         "law_consistency": _law_check(
-            law_spread, consistency_limit(spread_max, _best_noise(noise_fraction)), mu_model
+            law_spread,
+            consistency_limit(spread_max, _best_noise(noise_fraction)),
+            mu_model,
+            tuple(laws_tried),
         ),
         "resolution": _resolution_check(
             mu, mask, frequency, spacing, rho, _best_noise(noise_fraction)
@@ -237,16 +243,28 @@ def _ahi_check(median: float, estimate: float | None):
     return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
 
 
-def _law_check(spread: float | None, limit: float, asked: str | None):
+def _law_check(spread: float | None, limit: float, asked: str | None, tried: tuple[str, ...] = ()):
     if spread is None or not math.isfinite(spread):
         return "skipped: no viscoelastic law fitted (one frequency or per-frequency moduli)"
     measured = (
         f"the per-frequency moduli that best fit the fitted wave differ from the law's by up "
         f"to {spread:.2%} between frequencies (limit {limit:.2%} at this noise)"
     )
-    if asked == "auto":  # both laws were fitted and this one kept: neither describes it
-        todo = "mu_model='per-frequency' (no law) or 'springpot-dashpot' (both laws in one)"
-    elif asked in ("springpot", "voigt"):
+    if asked == "auto" or len(tried) > 1:  # both laws were fitted, this one kept
+        laws = f" ({', '.join(tried)})" if tried else ""
+        return (
+            spread,
+            limit,
+            spread <= limit,
+            measured,
+            (
+                f"neither law tried{laws} describes the data's dispersion: fit with "
+                "mu_model='per-frequency' (one modulus per frequency) or 'springpot-dashpot' (both "
+                "laws in one), check the frequencies against the data's components (convert's "
+                "axes=), and read G'' with care"
+            ),
+        )
+    if asked in ("springpot", "voigt"):
         todo = "mu_model='auto' (the law chosen by the data) or the other law"
     else:  # not known, or the springpot-dashpot itself: never advise a setting in use
         todo = "mu_model='per-frequency' (no law)"

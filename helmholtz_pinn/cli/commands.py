@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -108,11 +109,41 @@ def _simulate_elastic(args, options: dict):
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
     if args.frequencies:
         kwargs["frequencies"] = args.frequencies
-    print("solving the elastic phantom by finite elements ...", file=sys.stderr)
+    print(
+        "solving the elastic phantom by finite elements (minutes at the default size; "
+        "Ctrl-C stops it at once, nothing is written before the end) ...",
+        file=sys.stderr,
+    )
     try:
-        return elastic.simulate_elastic(noise_db=args.noise_db, seed=args.seed, **kwargs)
+        with _signals_stop_at_once():
+            return elastic.simulate_elastic(
+                noise_db=args.noise_db, seed=args.seed, log=_progress_line, **kwargs
+            )
     except ValueError as err:  # an argument check of simulate_elastic
         raise ConfigError(f"--physics elastic: {err}") from None
+
+
+def _progress_line(line: str) -> None:
+    print(f"  {line}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _signals_stop_at_once():
+    """SIGINT and SIGTERM end the process at once (their default action) inside a long
+    compiled call, such as the sparse FEM solve, where a Python handler would only run
+    once the call returns; nothing is lost, since nothing has been written."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _finished(out: Path) -> list[str]:
@@ -134,9 +165,10 @@ def _check_not_overwriting(out: Path, args) -> None:
         return
     held = _finished(out)
     if held:
+        resume = "--resume to continue its run, " if hasattr(args, "resume") else ""
         raise OutputError(
             f"{out} already holds a result ({held[0]}): pass --overwrite to replace it, "
-            "--resume to continue its run, or choose another --out"
+            f"{resume}or choose another --out"
         )
     from helmholtz_pinn.report import files
 
@@ -280,9 +312,10 @@ def _invert(args, datasets: list, paths: list) -> int:
     else:
         results, dirs = [results], [args.out]
     if writer:
-        for result, out in zip(results, dirs, strict=True):
+        for result, out, path in zip(results, dirs, paths, strict=True):
+            result.metrics["input"] = str(path or "built-in four-target phantom")
             result.save(out, nifti=args.nifti)
-            _summary(result.metrics, out)
+            _summary(result, out)
     return 0
 
 
@@ -320,18 +353,34 @@ def cmd_baseline(args) -> int:
             dataset, args.method, margin=args.metric_margin, **{k: getattr(args, k) for k in keys}
         )
         res.metrics["notes"] = res.metrics.get("notes", []) + notes
+        res.metrics["input"] = str(args.data)
         res.save(args.out)
-    _summary(res.metrics, args.out)
+    _summary(res, args.out)
     return 0
 
 
-def _summary(facts: dict, out: Path) -> None:
-    print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures. {_accuracy_line(facts)}")
+def _summary(result, out: Path) -> None:
+    """What the command made: the files, the map and one verdict
+    (:func:`helmholtz_pinn.report.summary.summary`, with the whole command's wall time),
+    the law, the notes, and each failed fit check as a warning on stderr (what to try)."""
+    from helmholtz_pinn.report.summary import summary
+
+    facts = result.metrics
+    misfit = (
+        " (misfit.png: where the fitted wave misses the data)" if "wave_misfit" in facts else ""
+    )
+    print(f"wrote {out}/: mu.npz (Pa), metrics.json, figures{misfit}")
+    seconds = time.perf_counter() - _STARTED[0]
+    text, _, verdict = summary(result, wall_time_s=seconds, advice=False).partition("\nverdict:")
+    print(cli_voice(text))
     line = _law_line(facts)
     if line:
         print(cli_voice(line))
     for note in facts.get("notes", []):
         print(f"note: {cli_voice(note)}")
+    if verdict:  # last: what to make of it all
+        print(cli_voice(f"verdict:{verdict}"))
+    sys.stdout.flush()  # the summary before the warnings where both go to one terminal
     for c in facts.get("fit_quality", []):  # the exit status stays 0
         if not c["passed"]:
             message = cli_voice(c["message"])
@@ -354,34 +403,6 @@ def _law_line(facts: dict) -> str | None:
     if any(median.get(k) is None for k in fitted.maps):
         return None
     return f"law: {name}, {fitted.describe(median)}"
-
-
-def _accuracy_line(facts: dict) -> str:
-    """Steps (Adam, then L-BFGS where that phase ran) and time, and where the truth is
-    known the median G' and G'' errors, R and the contrast of each target beside them (a
-    median over mostly background voxels flatters any method); a target with no G'
-    contrast to read (a viscosity-only one) shows its G'' contrast."""
-    parts = [f"{facts['steps']} steps"] if isinstance(facts.get("steps"), int) else []
-    polish = facts.get("lbfgs") or {}
-    if parts and polish and not polish.get("skipped"):
-        parts[0] += f" + {polish['steps']} L-BFGS"
-    if isinstance(facts.get("wall_time_s"), float):
-        parts.append(f"{facts['wall_time_s']:.1f} s")
-    for key, name in (("median_rel_error_storage", "G'"), ("median_rel_error_loss", "G''")):
-        if isinstance(facts.get(key), float):
-            parts.append(f"median {name} error {facts[key]:.1%}")
-    if isinstance(facts.get("pearson_r_storage"), float):
-        parts.append(f"R {facts['pearson_r_storage']:.3f}")
-    from helmholtz_pinn.assess.metrics import shown_contrasts
-
-    contrast, loss = shown_contrasts(
-        facts.get("contrast_transfer"), facts.get("contrast_transfer_loss")
-    )
-    if contrast:
-        parts.append("contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in contrast.items()))
-    if loss:
-        parts.append("G'' contrast " + ", ".join(f"{k}: {v:.2f}" for k, v in loss.items()))
-    return "; ".join(parts)
 
 
 def cli_voice(message: str) -> str:
@@ -457,7 +478,11 @@ COMMANDS = dict(
 )
 
 
+_STARTED = [time.perf_counter()]  # when the command began: the summary's wall time
+
+
 def main(argv: list[str] | None = None) -> int:
+    _STARTED[0] = time.perf_counter()
     args = parse_args(argv)
     _matplotlib_config()
     from helmholtz_pinn.assess.fit_checks import FitQualityWarning

@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="PINN inversion of MR elastography wave fields for the shear modulus (Pa).",
     )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     _simulate_parser(sub)
     _invert_parser(sub)
@@ -166,6 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     _convert_parser(sub)
     _cohort_parser(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (``helmholtz_pinn.__version__``)."""
+    from helmholtz_pinn import __version__
+
+    return __version__
 
 
 def _simulate_parser(sub) -> None:

@@ -93,7 +93,7 @@ def run(
     host: HostState | None = None,
     callback: Callable[[dict], bool | None] | None = None,
     on_block: Callable[[TrainState, HostState], None] | None = None,
-    progress: bool = True,
+    progress: bool | str = True,
 ) -> tuple[TrainState, list[dict]]:
     """Run ceil(steps / sync_interval) calls of ``block(state, problem)``; read the
     losses once per block.
@@ -105,6 +105,7 @@ def run(
     may return True to stop; ``on_block(state, host)`` sees each good block
     (checkpoints); ``host`` resumes a loop. SIGINT or SIGTERM: :class:`Interrupted` after
     the block that is running, carrying the last good (state, host) and the signal's name.
+    ``progress``: show a progress bar; a string also labels it.
     """
     batched = members > 0
     n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
@@ -253,9 +254,10 @@ def member_record(record: dict, rows: int | slice) -> dict:
     return {k: pick(v) for k, v in record.items()}
 
 
-def _progress_bar(total: int, enabled: bool):
+def _progress_bar(total: int, enabled: bool | str):
     """A tqdm bar: a notebook widget where ipywidgets is installed, else text redrawn at
-    most every few seconds (a notebook without widgets shows each redraw as a line)."""
+    most every few seconds (a notebook without widgets shows each redraw as a line);
+    ``enabled`` a string: the bar's label."""
     from tqdm import tqdm
 
     if not enabled:
@@ -265,4 +267,5 @@ def _progress_bar(total: int, enabled: bool):
         from tqdm.auto import tqdm
     except ImportError:
         pass
-    return tqdm(total=total, unit="step", dynamic_ncols=True, mininterval=3.0)
+    label = enabled if isinstance(enabled, str) else None
+    return tqdm(total=total, desc=label, unit="step", dynamic_ncols=True, mininterval=3.0)

@@ -250,15 +250,19 @@ def _auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | 
             where["resume"] = True
         if tried and run["progress"]:
             print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
+        n = len(tried) + 1  # each bar says which of the fits it is
+        label = f"auto: {law}, law {n} of {len(laws.ORDER)}" if run["progress"] else False
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
             law_cfg = cfg.replace(mu_model=law)
-            trained[law] = _train(data, law_cfg, **run, **where, **more, phase=phase)
+            law_run = dict(run, progress=label)
+            trained[law] = _train(data, law_cfg, **law_run, **where, **more, phase=phase)
         tried[law] = _law_spread(trained[law])
     law = laws.chosen(tried)
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     kept = trained[law] if cfg.lbfgs_steps is not None else _continued(trained[law], run)
+    kept.fitted.facts["laws_tried"] = list(tried)  # fit_quality's advice names the others
     seconds = time.perf_counter() - t0
     record = {
         "mu_model": law,

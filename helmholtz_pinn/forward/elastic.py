@@ -328,6 +328,7 @@ def simulate_elastic(
     noise_db: float | None = None,
     seed: int = 0,
     output: str = "volume",
+    log: Callable[[str], None] | None = None,
 ) -> Dataset:
     """Simulate a 3-D elastic MRE acquisition of a slab phantom (equation: module doc).
 
@@ -361,6 +362,7 @@ def simulate_elastic(
       seed: the noise's random seed.
       output: "volume", or "slice": the middle z-slice (index ``nz // 2``), sampled
         from the same 3-D solution.
+      log: called with a line before each frequency's solve (progress); None: silent.
 
     Returns:
       :class:`Dataset` with ``u`` complex64 ``(F, 3, nx, ny, nz)`` or ``(F, 3, nx, ny)``,
@@ -397,6 +399,8 @@ def simulate_elastic(
     grid, centres = _voxel_centres(n, h, output)
     u = np.empty((freqs.size, 3, *grid), np.complex64)
     for i, f in enumerate(freqs):
+        if log is not None:
+            log(f"{f:g} Hz ({i + 1} of {freqs.size}): solving for {ops.basis.N} unknowns")
         field = solve(ops, 2 * np.pi * f, dirichlet, values, precision)
         u[i] = sample(ops.basis, field, centres).reshape(3, *grid)
     region = labels(layout, extent, centres).reshape(grid)

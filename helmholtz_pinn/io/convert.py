@@ -6,7 +6,8 @@ Sources (read by :mod:`helmholtz_pinn.io.readers`, whose public names are re-exp
   field: a complex first-harmonic field, or real multi-phase wave images with a
   phase/time axis. Frequency (Hz) and spacing may be variables of the file (``freq``,
   ``frequency``, ``spacing``, ``voxel_size``, ``pixel_spacing``, ...; also one level
-  down in a struct) or arguments.
+  down in a struct; a name ending in mm, ``voxel_mm``, ``spacing_mm``, is in mm) or
+  arguments.
 - NIfTI: one complex (or real multi-phase) volume, a real + imaginary pair or a
   magnitude + phase pair (phase in radians). Spacing comes from the header zooms in the
   header's unit (mm when the header says "unknown"), converted to metres; the header's
@@ -44,6 +45,7 @@ from helmholtz_pinn.io.readers import (
     KINDS,
     PHASE_MODES,
     READERS,
+    SPACING_MM_NAMES,
     SPACING_NAMES,
     grid_affine,
     metadata,
@@ -238,6 +240,9 @@ def _mat_source(
     if spacing is None:
         spacing = metadata(variables, SPACING_NAMES, "spacing", path)
         spacing = None if spacing is None else spacing * unit
+    if spacing is None:  # a name that states mm (voxel_mm) is in mm whatever spacing_unit says
+        mm = metadata(variables, SPACING_MM_NAMES, "spacing", path)
+        spacing = None if mm is None else mm * 1e-3
     return name, wave, frequency, spacing, variables.get("mask"), variables.get("magnitude")
 
 

@@ -375,7 +375,8 @@ def phase_harmonic(phase: np.ndarray, axis: int) -> np.ndarray:
 
 FREQUENCY_NAMES = {"freq", "freqs", "frequency", "frequencies", "freqhz", "frequencieshz"}
 SPACING_NAMES = {"spacing", "voxelsize", "voxsize", "voxelspacing", "pixelsize"}
-SPACING_NAMES |= {"pixelspacing", "resolution", "voxelsizemm", "spacingmm"}
+SPACING_NAMES |= {"pixelspacing", "resolution"}
+SPACING_MM_NAMES = {"voxelmm", "voxelsizemm", "spacingmm", "pixelspacingmm"}  # read in mm
 
 
 def _normalise(name: str) -> str:
@@ -393,7 +394,7 @@ def pick_wave(
                 f"{path} has no numeric variable {variable!r}; found {sorted(variables)}"
             )
         return variable, variables[variable]
-    meta = FREQUENCY_NAMES | SPACING_NAMES | {"mask"}
+    meta = FREQUENCY_NAMES | SPACING_NAMES | SPACING_MM_NAMES | {"mask"}
     candidates = {
         k: v
         for k, v in variables.items()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from helmholtz_pinn.io.dataset import Dataset
 
 __all__ = [
+    "caption",
     "comparison_figure",
     "loss_figure",
     "misfit_figure",
@@ -527,6 +528,28 @@ def misfit_figure(
     return fig
 
 
+def caption(facts: Mapping, config=None, *, data_only: bool = False) -> str:
+    """The line under a saved figure: what made the map (the PINN's law and steps, or the
+    baseline's method and smoothing) and the input file (the facts' ``input``); only the
+    input for a figure of the data (``data_only``). Empty when nothing is known."""
+    parts = []
+    if not data_only and facts.get("method"):
+        settings = facts.get("baseline_settings") or {}
+        smoothing = settings.get("smoothing")
+        parts.append(f"{facts['method']} baseline" + (f", {smoothing} smoothing" if smoothing
+                     and smoothing != "none" else ""))  # fmt: skip
+    elif not data_only and isinstance(facts.get("steps"), int):
+        law = (facts.get("law") or {}).get("mu_model") or getattr(config, "mu_model", None)
+        steps = f"{facts['steps']} steps"
+        polish = facts.get("lbfgs") or {}
+        if polish and not polish.get("skipped"):
+            steps += f" + {polish['steps']} L-BFGS"
+        parts.append(", ".join(p for p in ("PINN", f"law {law}" if law else "", steps) if p))
+    if facts.get("input"):
+        parts.append(f"input {facts['input']}")
+    return "; ".join(parts)
+
+
 def save_all(
     result, dataset: Dataset, out: str | Path, *, misfit: np.ndarray | None = None
 ) -> list[Path]:
@@ -549,7 +572,8 @@ def save_all(
         ),
         "modulus.png": modulus_figure(result.mu, dataset, fig=Figure()),
     }
-    method = getattr(result, "metrics", {}).get("method")
+    facts = getattr(result, "metrics", {})
+    method = facts.get("method")
     if method is not None:  # a classical baseline: the figure names it
         figs["modulus.png"].suptitle(f"{method} baseline (not the PINN)")
     if result.history:
@@ -572,6 +596,10 @@ def save_all(
         )
     paths = []
     for name, fig in figs.items():
+        text = caption(facts, getattr(result, "config", None), data_only=name == "wave.png")
+        if text:
+            with _style():
+                fig.supxlabel(text, fontsize=STYLE["xtick.labelsize"], color="0.3")
         fig.savefig(out / name, dpi=DPI)
         paths.append(out / name)
     return paths

@@ -64,6 +64,7 @@ class RunFacts(TypedDict, total=False):
     law_scale: list[dict[str, float]]  # per frequency: frequency_hz, abs, phase_deg
     law_spread: float
     law: dict[str, Any]  # mu_model="auto": the law kept, the spread of each law tried
+    laws_tried: list[str]  # mu_model="auto": the laws fitted before one was kept
     resumed_from_step: int | None
     resumed_from: str | None
     no_checkpoint_in: str

@@ -130,6 +130,19 @@ class Result:
             affine = data.affine if affine is None else affine
             files.write_nifti_maps(out, maps, data.spacing, affine=affine)
 
+    def summary(self, *, wall_time_s: float | None = None) -> str:
+        """The map in a few lines: median G', G'' and phase angle per frequency, each
+        region's (with its size, error and contrast where known), how the fit ran and one
+        verdict of the fit checks (:func:`helmholtz_pinn.report.summary.summary`);
+        ``wall_time_s``: the whole command's time, s, shown instead of the fit's."""
+        from helmholtz_pinn.report.summary import summary
+
+        return summary(self, wall_time_s=wall_time_s)
+
+    def __repr__(self) -> str:
+        shape = "x".join(map(str, self.mu.shape))
+        return f"Result(mu {shape} complex Pa)\n{self.summary()}"
+
     def plot(self):
         """The modulus figure (recovered, truth and error when known).
 
@@ -320,7 +333,9 @@ def quality_checks(
 
     A PINN fit (``config`` a :class:`~helmholtz_pinn.config.Config`) runs every check:
     against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
-    the run facts have them), the history and an ensemble's ``mu_std``. The AHI estimate
+    the run facts have them), the history, an ensemble's ``mu_std`` and the data's own
+    facts (:func:`fit_checks.data_facts`: voxel size, frequencies, the wavelength of u, the
+    through-plane share of a 2-D slice). The AHI estimate
     is the facts' ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
     :func:`baselines.estimate_modulus` of the dataset. A baseline
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
@@ -353,4 +368,7 @@ def quality_checks(
         members=config.ensemble,
         law_spread=facts.get("law_spread"),
         **({"spread_max": forms.get(facts["pde"]).spread_max} if facts.get("pde") else {}),
+        laws_tried=tuple(facts.get("laws_tried", ())),
+        mu_model=config.mu_model,
+        **fit_checks.data_facts(dataset),
     )

@@ -85,6 +85,15 @@ def test_mat_3d_array_is_ambiguous(tmp_path, u_ref):
     assert convert(path, axes="xyc").u.shape == (1, 3, 5, 7)
 
 
+@pytest.mark.parametrize("name", ["voxel_mm", "spacing_mm", "voxel_size_mm"])
+def test_a_spacing_variable_named_in_mm_is_read_in_mm(tmp_path, u_ref, name):
+    path = tmp_path / "wave.mat"
+    scipy.io.savemat(path, {"U": u_ref[0, 0, :, :, 0], name: [1.5, 1.5, 3.0]})
+    d = convert(path, frequency=60.0)  # no spacing_unit: the name says mm
+    np.testing.assert_allclose(d.spacing, [1.5e-3, 1.5e-3])
+    np.testing.assert_allclose(convert(path, frequency=60.0, spacing_unit="mm").spacing, d.spacing)
+
+
 def test_mat_units_and_missing_metadata(tmp_path, u_ref):
     path = tmp_path / "wave.mat"
     scipy.io.savemat(path, {"U": u_ref[0, 0, :, :, 0], "pixel_spacing": [1.5, 1.5]})
