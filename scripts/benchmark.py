@@ -55,10 +55,11 @@ def setup(n: int, **overrides):
     import jax
 
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.fit.plan import program
     from helmholtz_pinn.pinn import train
 
     cfg = Config(**{**SEED_CONFIG, **overrides}, batch_size=n)
-    spec = train.Spec.of(cfg, 2, 1, 1)
+    spec = program(cfg, 2, 1, 1)
     state = train.init_state(spec, 0, cfg.sigma_u, cfg.sigma_mu, cfg.learning_rate)
     x, u = workload(n)
     one = np.ones((1, 1), np.float32)

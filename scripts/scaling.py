@@ -14,7 +14,7 @@
    on every device count; weak scaling: B = b D for b in ``--batch-per-device``.
    Reported: microseconds per step, points per second, the problem's device bytes and,
    once per volume, the seconds to evaluate the final map on every voxel
-   (``train.predict``, chunks of 65536 points).
+   (``predict.predict``, chunks of 65536 points).
 3. Efficiency against the smallest device count n0 of ``--device-counts`` (normally 1):
    with W the work of one step (S slices, or the points of a step) and t the step time,
    speed-up = (W_D / t_D) / (W_n0 / t_n0), the throughput ratio, and efficiency =
@@ -268,7 +268,7 @@ def placed(preps, cfg, plan):
 def bench_slices(args, counts) -> list[dict]:
     import jax
 
-    from helmholtz_pinn.pinn.problem import prepare, shared_settings
+    from helmholtz_pinn.fit.plan import problems
 
     cfg = base_config(args)
     host, timings, rows = {}, {}, []
@@ -277,8 +277,7 @@ def bench_slices(args, counts) -> list[dict]:
         if s not in host:
             host.clear()  # one stack at a time on the host
             datasets = slice_datasets(args, s)
-            shared = shared_settings(datasets, cfg)
-            host[s] = [prepare(d, shared) for d in datasets]
+            host[s] = problems(datasets, cfg)
         return host[s]
 
     for mode, size in scaled_runs(args.members, args.members_per_device):
@@ -345,14 +344,14 @@ def bench_volumes(args, counts) -> list[dict]:
 
     from helmholtz_pinn.errors import DeviceMemoryError
     from helmholtz_pinn.fit import memory
-    from helmholtz_pinn.pinn import train
-    from helmholtz_pinn.pinn.problem import prepare
+    from helmholtz_pinn.fit.plan import prepare_one
+    from helmholtz_pinn.pinn.predict import predict
 
     cfg = base_config(args)
     rows = []
     for n_edge in args.volumes:
         ds = volume_dataset(args, n_edge)
-        prep = prepare(ds, cfg)
+        prep = prepare_one(ds, cfg)
         voxels = n_edge**3
         problem_bytes = voxels * memory.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
         size = {"grid": [n_edge] * 3, "voxels": voxels, "problem_mb": problem_bytes / 2**20}
@@ -379,7 +378,7 @@ def bench_volumes(args, counts) -> list[dict]:
                     if not predicted:
                         predicted = True
                         t = time.perf_counter()
-                        train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
+                        predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio)
                         timings[key]["predict_s"] = time.perf_counter() - t
                     del state
                 record.update(timings[key])

@@ -78,8 +78,9 @@ def workloads(names):
     from benchmark import setup
 
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.fit import plan
     from helmholtz_pinn.forward import phantoms
-    from helmholtz_pinn.pinn import problem, train
+    from helmholtz_pinn.pinn import train
 
     out = {}
     for name in names:
@@ -87,11 +88,11 @@ def workloads(names):
             out[name] = setup(int(name[4:]))
             continue
         if name.startswith("volume"):  # one 3-D navier fit of an 80 x 100 x 10 volume
-            out[name] = _volume(int(name[len("volume") :] or train.BATCH_SIZE[3]))
+            out[name] = _volume(int(name[len("volume") :] or plan.BATCH_SIZE[3]))
             continue
-        batch = int(name[len("defaults") :] or train.BATCH_SIZE[2])
+        batch = int(name[len("defaults") :] or plan.BATCH_SIZE[2])
         cfg = Config(batch_size=batch)
-        prep = problem.prepare(phantoms.simulate_phantom("four-target"), cfg)
+        prep = plan.prepare_one(phantoms.simulate_phantom("four-target"), cfg)
         state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, cfg.learning_rate)
         out[name] = (prep.spec, state, jax.device_put(prep.problem))
     return out
@@ -103,15 +104,16 @@ def _volume(batch: int):
     import jax
 
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.fit import plan
     from helmholtz_pinn.io.dataset import Dataset
-    from helmholtz_pinn.pinn import problem, train
+    from helmholtz_pinn.pinn import train
 
     rng = np.random.default_rng(0)
     shape = (3, 3, 80, 100, 10)
     u = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
     data = Dataset(u=u, frequency=np.array([60.0, 80.0, 100.0]), spacing=np.full(3, 1e-3))
     cfg = Config(batch_size=batch, mu_ref=3000.0)
-    prep = problem.prepare(data, cfg)
+    prep = plan.prepare_one(data, cfg)
     state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, cfg.learning_rate)
     return prep.spec, state, jax.device_put(prep.problem)
 

@@ -276,12 +276,18 @@ def laws(cfg: Config, n_freq: int) -> tuple[str, ...]:
     return ("per-frequency",) if n_freq == 1 else tuple(law_choice.ORDER)
 
 
-def program(cfg: Config, ndim: int, n_freq: int, n_comp: int, mu_model: str) -> train.Spec:
+def program(
+    cfg: Config, ndim: int, n_freq: int, n_comp: int, mu_model: str | None = None
+) -> train.Spec:
     """The compiled program's key (:class:`helmholtz_pinn.pinn.train.Spec`) of ``cfg``
-    for data of these shapes and the law ``mu_model``: the form resolved for the data
+    for data of these shapes and the law ``mu_model`` (None: ``cfg``'s, "auto" at one
+    frequency per-frequency, :func:`laws`; "auto" at several is a ConfigError: the law is
+    chosen by fitting): the form resolved for the data
     (:func:`helmholtz_pinn.pinn.forms.resolve`), the network sizes, the auxiliary
     network and the batch from the tables above by ``ndim`` where ``cfg`` leaves them
     None."""
+    if mu_model is None:
+        mu_model = laws(cfg, n_freq)[0] if n_freq == 1 else cfg.mu_model
     sized = {
         "width": WIDTH,
         "n_features": N_FEATURES,
@@ -447,8 +453,22 @@ def voxel_rows(dataset: Dataset, spec: train.Spec) -> int:
     return int((dataset if form.transform is None else form.transform(dataset)).mask.sum())
 
 
-def prepare_one(dataset: Dataset, cfg: Config, **options) -> Prepared:
-    """``dataset`` as the problem of its own plan (one dataset, one device; ``options``
-    go to :func:`plan`): for studies and tests of one problem."""
-    p = plan([dataset], cfg, devices=1, **options)
-    return problem.prepare(dataset, **p.problem_settings())
+def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
+    """``datasets`` as the problems of one run's members (sharing mu_ref and the Fourier
+    scales; the law as :func:`program` resolves it), by the rules above but without a
+    layout (no devices planned): for studies and tests of the problems themselves."""
+    first = datasets[0]
+    spec = program(cfg, first.ndim, first.n_freq, first.n_comp)
+    mu_ref = reference_modulus(datasets, cfg)
+    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
+    shared = dict(spec=spec, mu_ref=mu_ref, sigma_u=sigma_u, sigma_mu=sigma_mu)
+    shared.update(sigma_factor_u=factor, weighting=cfg.weighting, noise_floor=cfg.noise_floor)
+    return [
+        problem.prepare(d, **shared, pde_margin=pde_margin(d, cfg, spec.pde, mu_ref))
+        for d in datasets
+    ]
+
+
+def prepare_one(dataset: Dataset, cfg: Config) -> Prepared:
+    """One dataset's problem (:func:`problems`)."""
+    return problems([dataset], cfg)[0]

@@ -16,6 +16,7 @@ from settings import SMALL
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DatasetError, InputError
 from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.io.dataset import Dataset, z_slices
 from helmholtz_pinn.pinn import forms, scaling, train
 from helmholtz_pinn.pinn.model import FourierMLP, apply_jet
@@ -255,7 +256,7 @@ def test_3d_plane_wave_residual_vanishes(pde):
                 "out_bias": np.array([np.log(np.expm1(g)) - scaling.SOFTPLUS_ONE, -40.0]),
             },
         }
-        spec = train.Spec.of(Config(pde=pde), 3, 1, 1)
+        spec = program(Config(pde=pde), 3, 1, 1)
         spec = dataclasses.replace(spec, depth=0, mu_depth=0)  # output layers only
         xs = jnp.asarray(x)
         fields = jax.jit(train.evaluate_fields, static_argnums=2)

@@ -8,7 +8,7 @@ from settings import SMALL, plane_wave_dataset
 from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit import inversion
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.fit.plan import prepare_one
 
 
 def test_notes_name_rounding_early_stop_warmup_and_schedule():
@@ -46,7 +46,7 @@ def test_a_fit_inside_the_warm_up_warns_and_records_it():
     assert any(n.startswith("short run") for n in res.metrics["notes"])
     assert res.metrics["pde_margin"] == 3 and res.metrics["pde_fraction"] == round(100 / 256, 4)
     assert any("(61% of the mask's voxels)" in n for n in res.metrics["notes"])
-    assert prepare(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0
+    assert prepare_one(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0
 
 
 @pytest.mark.parametrize("scale", [1e20, 1e-30])

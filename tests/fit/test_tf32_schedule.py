@@ -10,8 +10,8 @@ from settings import SMALL, plane_wave_dataset
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import inversion, placement
+from helmholtz_pinn.fit.plan import prepare_one
 from helmholtz_pinn.pinn import model, problem, train
-from helmholtz_pinn.pinn.problem import prepare
 
 
 def test_the_default_is_every_adam_step_before_a_phase_and_none_without_one():
@@ -30,7 +30,7 @@ def test_the_default_is_every_adam_step_before_a_phase_and_none_without_one():
 
 
 def test_blocks_before_the_switch_are_tf32_programs_and_after_it_float32():
-    prep = prepare(plane_wave_dataset(), Config(**SMALL))
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL))
     block = placement.Scheduled(jax.jit(train.block_fn(prep.spec, 5)), tf32_steps=10)
     state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
 

@@ -13,9 +13,10 @@ from settings import SMALL, plane_wave_dataset
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import chunks, inversion, placement
+from helmholtz_pinn.fit.plan import prepare_one
 from helmholtz_pinn.forward.phantoms import add_noise
 from helmholtz_pinn.pinn import problem, train
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.pinn.lbfgs import lbfgs_fn
 
 
 def _adam_state(prep, steps=20):
@@ -26,14 +27,12 @@ def _adam_state(prep, steps=20):
 
 @pytest.fixture(scope="module")
 def prepared():
-    return prepare(plane_wave_dataset(), Config(**SMALL))
+    return prepare_one(plane_wave_dataset(), Config(**SMALL))
 
 
 def test_polish_lowers_the_loss_of_its_sample_and_leaves_adam_state(prepared):
     state = _adam_state(prepared)
-    polished, losses, kept = jax.jit(train.polish_fn(prepared.spec, 30, 10**6))(
-        state, prepared.problem
-    )
+    polished, losses, kept = jax.jit(lbfgs_fn(prepared.spec, 30, 10**6))(state, prepared.problem)
     losses = np.asarray(losses)
     assert losses.shape == (31,) and bool(kept)
     assert losses[-1] < 0.5 * losses[0]  # 30 quasi-Newton iterations on 256 voxels
@@ -54,10 +53,10 @@ def test_phase_compiled_ahead_in_a_thread_is_the_same_program(prepared):
     goes on (as the Adam phase does), gives the jitted phase's result bit for bit."""
     plan = placement.plan(1, rows=prepared.problem.x.shape[0], per_voxel=84, batch_size=64)
     state, prob = placement.place(_adam_state(prepared), prepared.problem, plan)
-    future = placement.polish_ahead(prepared.spec, 5, 10**6, plan, state, prob)
+    future = placement.lbfgs_ahead(prepared.spec, 5, 10**6, plan, state, prob)
     state = jax.jit(train.block_fn(prepared.spec, 3))(state, prob)[0]  # the caller trains on
     ahead = future.result()(state, prob)
-    plain = jax.jit(train.polish_fn(prepared.spec, 5, 10**6))(state, prob)
+    plain = jax.jit(lbfgs_fn(prepared.spec, 5, 10**6))(state, prob)
     for a, b in zip(jax.tree.leaves(ahead), jax.tree.leaves(plain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -65,9 +64,7 @@ def test_phase_compiled_ahead_in_a_thread_is_the_same_program(prepared):
 def test_polish_that_cannot_lower_the_loss_keeps_the_adam_parameters(prepared):
     state = _adam_state(prepared)
     poisoned = state._replace(consts=jax.tree.map(lambda c: c * jnp.nan, state.consts))
-    polished, _, kept = jax.jit(train.polish_fn(prepared.spec, 3, 10**6))(
-        poisoned, prepared.problem
-    )
+    polished, _, kept = jax.jit(lbfgs_fn(prepared.spec, 3, 10**6))(poisoned, prepared.problem)
     assert not bool(kept)
     same = jax.tree.map(np.array_equal, polished.params, state.params)
     assert all(jax.tree.leaves(same))
@@ -75,8 +72,8 @@ def test_polish_that_cannot_lower_the_loss_keeps_the_adam_parameters(prepared):
 
 def test_stacked_members_are_polished_as_each_alone(prepared):
     states = [_adam_state(prepared), _adam_state(prepared, steps=10)]
-    one = jax.jit(train.polish_fn(prepared.spec, 5, 10**6))
-    both = jax.jit(train.polish_fn(prepared.spec, 5, 10**6, members=True, shared_problem=True))
+    one = jax.jit(lbfgs_fn(prepared.spec, 5, 10**6))
+    both = jax.jit(lbfgs_fn(prepared.spec, 5, 10**6, members=True, shared_problem=True))
     stacked, losses, _ = both(train.stack_trees(states), prepared.problem)
     for i, s in enumerate(states):
         alone, loss_i, _ = one(s, prepared.problem)

@@ -11,8 +11,10 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 from helmholtz_pinn.fit import host_loop, inversion, placement
+from helmholtz_pinn.fit.plan import prepare_one, program
+from helmholtz_pinn.fit.results import kept_members
 from helmholtz_pinn.pinn import train
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.pinn.predict import predict
 
 
 def init(prep, seed=0, lr=1e-3):
@@ -25,12 +27,12 @@ def one_device(prep, members=0, shared=False):
 
 @pytest.fixture(scope="module")
 def prepared():
-    return prepare(plane_wave_dataset(), Config(**SMALL))
+    return prepare_one(plane_wave_dataset(), Config(**SMALL))
 
 
 @pytest.mark.parametrize("pde", ["helmholtz", "hetero"])
 def test_scan_block_equals_single_steps(pde):
-    prep = prepare(plane_wave_dataset(), Config(**SMALL, pde=pde))
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL, pde=pde))
     state0 = init(prep)
     blocked, losses = placement.compile_block(prep.spec, 5, one_device(prep))(state0, prep.problem)
     step = jax.jit(train.train_step, static_argnums=2)
@@ -52,18 +54,18 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
     step count and learning rate reuses it (same object, no new cache entry)."""
     ds = plane_wave_dataset()
     inversion.invert(ds, Config(**SMALL), progress=False)
-    prep = prepare(ds, Config(**SMALL))
+    prep = prepare_one(ds, Config(**SMALL))
     block = placement.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
     size = block._cache_size()
     assert size >= 1  # compiled by the first fit
     other = Config(**{**SMALL, "seed": 3, "steps": 15, "learning_rate": 5e-4})
     inversion.invert(ds, other, progress=False)
     again = placement.compile_block(
-        prepare(ds, other).spec, SMALL["sync_interval"], one_device(prep)
+        prepare_one(ds, other).spec, SMALL["sync_interval"], one_device(prep)
     )
     assert again is block and block._cache_size() == size
     # a change of the program (network width) is a new entry: the test can fail
-    wider = prepare(ds, Config(**{**SMALL, "width": 24})).spec
+    wider = prepare_one(ds, Config(**{**SMALL, "width": 24})).spec
     assert placement.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
 
 
@@ -184,10 +186,10 @@ def test_kept_members_are_those_within_the_factor_of_the_lowest_final_loss():
     (3.3-3.4x the lowest final loss) are dropped at the default factor 2, none at inf;
     non-finite losses are dropped unless every loss is."""
     losses = [0.00246, 0.00473, 0.00161, 0.00140, 0.00250, 0.00190, 0.00460, 0.00170]
-    assert inversion.kept_members(losses, Config().ensemble_keep) == [0, 2, 3, 4, 5, 7]
-    assert inversion.kept_members(losses, float("inf")) == list(range(8))
-    assert inversion.kept_members([1.0, np.nan, 1.5], 2.0) == [0, 2]
-    assert inversion.kept_members([np.nan, np.nan], 2.0) == [0, 1]
+    assert kept_members(losses, Config().ensemble_keep) == [0, 2, 3, 4, 5, 7]
+    assert kept_members(losses, float("inf")) == list(range(8))
+    assert kept_members([1.0, np.nan, 1.5], 2.0) == [0, 2]
+    assert kept_members([np.nan, np.nan], 2.0) == [0, 1]
     with pytest.raises(ConfigError, match="ensemble_keep must be >= 1"):
         Config(ensemble_keep=0.5)
 
@@ -236,12 +238,12 @@ def test_the_through_plane_fourier_ratio_scales_only_the_third_axis_of_3d_networ
     )
     sizes = [
         (s.width, s.n_features, s.mu_width, s.mu_depth, s.batch_size, s.aux_network)
-        for s in (train.Spec.of(default, 2, 1, 3), train.Spec.of(default, 3, 1, 3))
+        for s in (program(default, 2, 1, 3), program(default, 3, 1, 3))
     ]
     assert sizes == [(256, 128, 64, 2, 2048, "mu"), (512, 256, 128, 3, 2048, "u")]
-    assert train.Spec.of(default.replace(aux_network="mu"), 3, 1, 3).aux_network == "mu"
+    assert program(default.replace(aux_network="mu"), 3, 1, 3).aux_network == "mu"
     cfg = Config(**SMALL)
-    spec3, spec2 = train.Spec.of(cfg, 3, 1, 3), train.Spec.of(cfg, 2, 1, 3)
+    spec3, spec2 = program(cfg, 3, 1, 3), program(cfg, 2, 1, 3)
     assert (spec3.width, spec3.n_features, spec3.batch_size) == (16, 8, 64)
     iso = train.init_state(spec3, 0, 2.0, 1.0, 1e-3)
     aniso = train.init_state(spec3, 0, 2.0, 1.0, 1e-3, ratio_z=0.25)
@@ -281,14 +283,14 @@ def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program()
     """train.predict splits a grid into equal pieces (the last padded): 10 points in
     pieces of at most 4 (3 pieces of 4, two rows padded) give the values of one piece of
     10 to float32 rounding, through one compiled program of 4 points."""
-    spec = train.Spec.of(Config(**SMALL), 2, 1, 3)
+    spec = program(Config(**SMALL), 2, 1, 3)
     state = train.init_state(spec, 0, 2.0, 1.0, 1e-3)
     x = np.random.default_rng(0).uniform(-1, 1, (10, 2)).astype(np.float32)
     omega_ratio = np.ones(1, np.float32)
     train._predict_fn.cache_clear()
-    u4, mu4 = train.predict(state, spec, x, omega_ratio, chunk=4)
+    u4, mu4 = predict(state, spec, x, omega_ratio, chunk=4)
     assert train._predict_fn.cache_info().currsize == 1
-    u10, mu10 = train.predict(state, spec, x, omega_ratio)
+    u10, mu10 = predict(state, spec, x, omega_ratio)
     assert u4.shape == u10.shape == (10, 1, 3) and mu4.shape == mu10.shape == (10, 1)
     np.testing.assert_allclose(u4, u10, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(mu4, mu10, rtol=1e-5, atol=1e-6)
@@ -297,7 +299,7 @@ def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program()
 def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
     """The PDE loss with a margin is the PDE loss over the interior rows alone; the data
     loss still covers every row (16 x 16 plane waves, margin 3: 10 x 10 interior)."""
-    prep = prepare(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
     problem, (params, consts) = prep.problem, init(prep)[:2]
     inner = np.asarray(problem.pde) > 0
     assert inner.sum() == 100 and problem.pde.shape == (256,)
