@@ -280,9 +280,9 @@ def _accuracy_line(facts: dict) -> str:
     median over mostly background voxels flatters any method); a target with no G'
     contrast to read (a viscosity-only one) shows its G'' contrast."""
     parts = [f"{facts['steps']} steps"] if isinstance(facts.get("steps"), int) else []
-    polish = facts.get("lbfgs") or {}
-    if parts and polish and not polish.get("skipped"):
-        parts[0] += f" + {polish['steps']} L-BFGS"
+    lbfgs = facts.get("lbfgs") or {}
+    if parts and lbfgs and not lbfgs.get("skipped"):
+        parts[0] += f" + {lbfgs['steps']} L-BFGS"
     if isinstance(facts.get("wall_time_s"), float):
         parts.append(f"{facts['wall_time_s']:.1f} s")
     for key, name in (("median_rel_error_storage", "G'"), ("median_rel_error_loss", "G''")):

@@ -122,8 +122,8 @@ def test_the_summary_shows_contrast_and_loss_modulus_beside_the_median():
         "contrast 2: 0.98, 3: 0.50; G'' contrast 4: 0.71"
     )
     assert _accuracy_line({"steps": 10}) == "10 steps"  # no truth: no accuracy
-    polished = {"steps": 5000, "lbfgs": {"steps": 1000, "points": 16384, "kept": True}}
-    assert _accuracy_line(polished) == "5000 steps + 1000 L-BFGS"
+    with_lbfgs = {"steps": 5000, "lbfgs": {"steps": 1000, "points": 16384, "kept": True}}
+    assert _accuracy_line(with_lbfgs) == "5000 steps + 1000 L-BFGS"
     skipped = {"steps": 5000, "lbfgs": {"steps": 1000, "skipped": "runs on one device"}}
     assert _accuracy_line(skipped) == "5000 steps"
 

@@ -14,6 +14,7 @@ from settings import SMALL, plane_wave_volume, volume
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
 from helmholtz_pinn.fit import inversion, memory, placement
+from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.chunks import to_grid
 from helmholtz_pinn.fit.plan import prepare_one, program
 from helmholtz_pinn.io.dataset import Dataset
@@ -70,7 +71,8 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         state, problem = placement.place(state0, same, plan)
         from helmholtz_pinn.fit import host_loop
 
-        state, hist = host_loop.run(state, problem, block, cfg, progress=False)
+        fit = run_plan.plan([ds], cfg, devices=1)  # the Adam steps and the schedule
+        state, hist = host_loop.run(state, problem, block, fit, progress=False)
         results.append((placement.gather(state, plan), hist))
     (one, h1), (many, h4) = results
     for a, b in zip(h4, h1, strict=True):

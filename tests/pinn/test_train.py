@@ -11,6 +11,7 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 from helmholtz_pinn.fit import host_loop, inversion, placement
+from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.plan import prepare_one, program
 from helmholtz_pinn.fit.results import kept_members
 from helmholtz_pinn.pinn import train
@@ -116,10 +117,18 @@ def _poisoned(prepared, bad_calls):
     return poisoned, calls
 
 
+def _plan(cfg):
+    """The plan of a plane-wave fit with ``cfg`` on one device (the host loop reads its
+    Adam steps and its request's schedule)."""
+    return run_plan.plan([plane_wave_dataset()], cfg, devices=1)
+
+
 def test_divergence_rolls_back_and_lowers_the_rate(prepared):
     cfg = Config(**SMALL)
     block, calls = _poisoned(prepared, bad_calls=1)
-    state, history = host_loop.run(init(prepared), prepared.problem, block, cfg, progress=False)
+    state, history = host_loop.run(
+        init(prepared), prepared.problem, block, _plan(cfg), progress=False
+    )
     assert int(state.step) == cfg.steps and len(history) == cfg.steps // cfg.sync_interval
     assert calls["lr"][:2] == pytest.approx([cfg.learning_rate, cfg.learning_rate / 2])
     assert history[-1]["retries"] == 1
@@ -128,7 +137,9 @@ def test_divergence_rolls_back_and_lowers_the_rate(prepared):
 def test_persistent_divergence_raises(prepared):
     block, _ = _poisoned(prepared, bad_calls=100)
     with pytest.raises(DivergenceError, match="diverged at step 0"):
-        host_loop.run(init(prepared), prepared.problem, block, Config(**SMALL), progress=False)
+        host_loop.run(
+            init(prepared), prepared.problem, block, _plan(Config(**SMALL)), progress=False
+        )
 
 
 def test_callback_stops_early(prepared):
@@ -140,7 +151,12 @@ def test_callback_stops_early(prepared):
 
     block = placement.compile_block(prepared.spec, 5, one_device(prepared))
     state, history = host_loop.run(
-        init(prepared), prepared.problem, block, Config(**SMALL), callback=stop, progress=False
+        init(prepared),
+        prepared.problem,
+        block,
+        _plan(Config(**SMALL)),
+        callback=stop,
+        progress=False,
     )
     assert seen == [5] and len(history) == 1 and int(state.step) == 5
 
@@ -167,7 +183,7 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
         train.stack_trees([s0, s0]),
         prepared.problem,
         block,
-        Config(**SMALL),
+        _plan(Config(**SMALL)),
         members=2,
         progress=False,
     )
@@ -318,19 +334,20 @@ def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
 
 
 def test_the_pde_margin_default_is_a_sixth_of_the_wavelength_for_3d_navier_fits_only():
+    from helmholtz_pinn.fit.plan import pde_margin
     from helmholtz_pinn.io.dataset import Dataset
-    from helmholtz_pinn.pinn.problem import pde_margin, pde_rows
+    from helmholtz_pinn.pinn.problem import pde_rows
 
     def volume(h):  # 100 Hz, mu_ref 3.2 kPa: lambda_min = sqrt(3.2) / 100 m = 17.9 mm
         return Dataset(np.ones((1, 3, 4, 4, 4), complex), np.array([100.0]), np.full(3, h))
 
     cfg = Config(mu_ref=3200.0)
-    assert pde_margin(volume(1e-3), cfg, "navier") == 3  # 17.9 / 6 = 2.98 voxels
-    assert pde_margin(volume(2e-3), cfg, "navier") == 1  # 1.49 voxels
-    assert pde_margin(volume(5e-3), cfg, "navier") == 1  # at least one voxel
-    assert pde_margin(volume(1e-3), cfg, "hetero") == 0
-    assert pde_margin(plane_wave_dataset(), cfg, "navier") == 0  # 2-D
-    assert pde_margin(plane_wave_dataset(), cfg.replace(pde_margin=1), "hetero") == 1
+    assert pde_margin(volume(1e-3), cfg, "navier", cfg.mu_ref) == 3  # 17.9 / 6 = 2.98 voxels
+    assert pde_margin(volume(2e-3), cfg, "navier", cfg.mu_ref) == 1  # 1.49 voxels
+    assert pde_margin(volume(5e-3), cfg, "navier", cfg.mu_ref) == 1  # at least one voxel
+    assert pde_margin(volume(1e-3), cfg, "hetero", cfg.mu_ref) == 0
+    assert pde_margin(plane_wave_dataset(), cfg, "navier", cfg.mu_ref) == 0  # 2-D
+    assert pde_margin(plane_wave_dataset(), cfg.replace(pde_margin=1), "hetero", cfg.mu_ref) == 1
     with pytest.raises(ConfigError, match="pde_margin"):
         Config(pde_margin=-1)
     mask = np.ones((8, 9, 4), bool)
