@@ -16,7 +16,7 @@ shear wavelengths 2 pi / sqrt(max_f kappa_f) (at mu = mu_ref; 1.5 voxels on 1 mm
 100 Hz and 3 kPa, whose wavelength is 17 mm); tensor Gauss-Legendre quadrature of
 :data:`ORDER` points per axis (the centre added with weight 0 where it is not a node: the
 data term reads u there). The default PDE margin is the same half-width
-(``helmholtz_pinn.fit.plan.PDE_MARGIN``), so in-plane a patch stays on the mask's voxels; through-plane (3-D,
+(``plan.PDE_MARGIN``), so in-plane a patch stays on the mask's voxels; through-plane (3-D,
 axis 2) it may reach h past the first and last slice.
 
 Test fields, from the bumps psi_p(s) = prod_j (1 - s_j^2)^p (they and their gradients
