@@ -296,16 +296,18 @@ def test_a_3d_fit_initialises_with_the_configured_through_plane_ratio(monkeypatc
 
 
 def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program():
-    """train.predict splits a grid into equal pieces (the last padded): 10 points in
-    pieces of at most 4 (3 pieces of 4, two rows padded) give the values of one piece of
-    10 to float32 rounding, through one compiled program of 4 points."""
+    """predict splits a grid into equal pieces (the last padded): 10 points in pieces of
+    at most 4 (3 pieces of 4, two rows padded) give the values of one piece of 10 to
+    float32 rounding, through one compiled program of 4 points."""
+    from helmholtz_pinn.pinn import predict as on_grid
+
     spec = program(Config(**SMALL), 2, 1, 3)
     state = train.init_state(spec, 0, 2.0, 1.0, 1e-3)
     x = np.random.default_rng(0).uniform(-1, 1, (10, 2)).astype(np.float32)
     omega_ratio = np.ones(1, np.float32)
-    train._predict_fn.cache_clear()
+    on_grid._predict_fn.cache_clear()
     u4, mu4 = predict(state, spec, x, omega_ratio, chunk=4)
-    assert train._predict_fn.cache_info().currsize == 1
+    assert on_grid._predict_fn.cache_info().currsize == 1
     u10, mu10 = predict(state, spec, x, omega_ratio)
     assert u4.shape == u10.shape == (10, 1, 3) and mu4.shape == mu10.shape == (10, 1)
     np.testing.assert_allclose(u4, u10, rtol=1e-5, atol=1e-6)
