@@ -37,7 +37,7 @@ def results(t: Trained) -> Result | list[Result]:
         facts.update(law[0])
         volume = _volume_result(t, maps, settings, preps[0], state, history, wall, facts)
         return _warn_short(_in_data_units(volume, t.scales[0]))
-    results = []
+    out = []
     for i, ((mus, u_fit, _), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
         hist = [host_loop.member_record(r, rows) for r in history] if stacked else history
@@ -48,9 +48,9 @@ def results(t: Trained) -> Result | list[Result]:
         kept = _members_of_map(run, cfg)
         u_mean = u_fit[kept].mean(axis=0)
         result = make_result(dataset, settings, mus[kept], u_mean, run, hist, members[i])
-        results.append(_in_data_units(result, t.scales[i]))
-    _warn_short(results[0])
-    return results if stacked else results[0]
+        out.append(_in_data_units(result, t.scales[i]))
+    _warn_short(out[0])
+    return out if stacked else out[0]
 
 
 def member_law_facts(t: Trained) -> list[dict]:
