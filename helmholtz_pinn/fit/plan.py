@@ -7,7 +7,8 @@ the data's dimension, the laws to fit, the Adam steps and the L-BFGS phase, the 
 steps, mu_ref (Pa), the Fourier scales (cycles per field of view), the PDE margin
 (voxels), the chunks and the placement on the devices). The fit, its checkpoints and
 ``metrics.json`` (the ``plan`` record, :meth:`Plan.record`) read the plan; nothing
-downstream changes a setting. Why each default is what it is: docs/defaults.md.
+downstream changes a setting. A default derived from the data belongs in its field's rule
+function. Why each default is what it is: docs/defaults.md.
 """
 
 from __future__ import annotations
