@@ -66,9 +66,12 @@ _EXPORTS = {
     "block_fn": "pinn.train",
     "set_learning_rate": "pinn.train",
     "stack_trees": "pinn.train",
-    "predict": "pinn.train",
+    "predict": "pinn.predict",
     "prepare": "pinn.problem",
-    "shared_settings": "pinn.problem",
+    # the run plan: a program's key, the prepared problems of a study
+    "program": "fit.plan",
+    "problems": "fit.plan",
+    "prepare_one": "fit.plan",
     # devices: the plan, placement and compiled blocks of a fit
     "plan": "fit.placement",
     "place": "fit.placement",

@@ -58,7 +58,7 @@ def setup(n: int, **overrides):
     from helmholtz_pinn import lab
 
     cfg = hp.Config(**{**SEED_CONFIG, **overrides}, batch_size=n)
-    spec = lab.Spec.of(cfg, 2, 1, 1)
+    spec = lab.program(cfg, 2, 1, 1)
     state = lab.init_state(spec, 0, cfg.sigma_u, cfg.sigma_mu, cfg.learning_rate)
     x, u = workload(n)
     one = np.ones((1, 1), np.float32)

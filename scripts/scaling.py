@@ -14,7 +14,7 @@
    on every device count; weak scaling: B = b D for b in ``--batch-per-device``.
    Reported: microseconds per step, points per second, the problem's device bytes and,
    once per volume, the seconds to evaluate the final map on every voxel
-   (``train.predict``, chunks of 65536 points).
+   (``predict.predict``, chunks of 65536 points).
 3. Efficiency against the smallest device count n0 of ``--device-counts`` (normally 1):
    with W the work of one step (S slices, or the points of a step) and t the step time,
    speed-up = (W_D / t_D) / (W_n0 / t_n0), the throughput ratio, and efficiency =
@@ -276,8 +276,7 @@ def bench_slices(args, counts) -> list[dict]:
         if s not in host:
             host.clear()  # one stack at a time on the host
             datasets = slice_datasets(args, s)
-            shared = lab.shared_settings(datasets, cfg)
-            host[s] = [lab.prepare(d, shared) for d in datasets]
+            host[s] = lab.problems(datasets, cfg)
         return host[s]
 
     for mode, size in scaled_runs(args.members, args.members_per_device):
@@ -349,7 +348,7 @@ def bench_volumes(args, counts) -> list[dict]:
     rows = []
     for n_edge in args.volumes:
         ds = volume_dataset(args, n_edge)
-        prep = lab.prepare(ds, cfg)
+        prep = lab.prepare_one(ds, cfg)
         voxels = n_edge**3
         problem_bytes = voxels * lab.bytes_per_voxel(3, ds.n_freq, ds.n_comp)
         size = {"grid": [n_edge] * 3, "voxels": voxels, "problem_mb": problem_bytes / 2**20}

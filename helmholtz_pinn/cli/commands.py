@@ -262,7 +262,7 @@ def _invert(args, datasets: list, paths: list) -> int:
     # many processes (docs/scaling.md): flags, environment or Slurm; else a no-op
     placement.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     writer = jax.process_index() == 0  # every process fits; process 0 alone writes results
-    cfg = config_from(args, datasets[0].n_comp).replace(seed=args.seed)
+    cfg = config_from(args, datasets[0].n_comp)
     files.prepare_dir(args.out)
     if paths == [None] and writer:
         data.save(datasets[0], args.out / "phantom.npz")
@@ -284,6 +284,7 @@ def _invert(args, datasets: list, paths: list) -> int:
             resume="strict" if held else resume,  # finding none must not replace a result
             force=args.force,
             drop_empty_components=args.drop_empty_components,
+            seed=args.seed,
         )
         if board is not None:
             for result in results if isinstance(results, list) else [results]:

@@ -149,7 +149,7 @@ def config_from(args: argparse.Namespace, n_comp: int | None = None) -> Config:
         for f in dataclasses.fields(Config)
         if getattr(args, f.name, None) is not None
     }
-    return Config().replace(**{**base, **overrides})
+    return Config(**{**base, **overrides})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,15 +1,15 @@
 """Train the members of an inversion, chunk by chunk: stack, plan, place, checkpoint, fit.
 
-Members: one dataset (no member axis), E seeds of one dataset (sharing its problem), or
-each of S datasets (files, z-slices) times E seeds, stacked on a leading axis. A batch
-with more members than fit at once (``Config.max_members_per_chunk``, else
-:func:`helmholtz_pinn.fit.memory.members_per_chunk` from the free memory) runs in chunks of
-whole datasets, one after the other, each with its own checkpoint folder
-``checkpoints/chunk-<i>`` (the chunk size in ``checkpoints/chunks.json``, reused on
-resume); a short last chunk is padded with copies of its last dataset, so every chunk
-runs the one compiled program. A resume restores every chunk; a finished one trains no
-further. Training memory is that of one chunk: each chunk's problems are built when it
-starts, and only its maps and network parameters are kept once it ends.
+Members: one dataset (no member axis), E seeds of one dataset (sharing its problem), or each
+of S datasets (files, z-slices) times E seeds, stacked on a leading axis. A batch with more
+members than fit at once (the plan's ``datasets_per_chunk``,
+:func:`helmholtz_pinn.fit.plan.layout`) runs in chunks of whole datasets, one after the
+other, each with its own checkpoint folder ``checkpoints/chunk-<i>`` (the chunk size in
+``checkpoints/chunks.json``, reused on resume); a short last chunk is padded with copies of
+its last dataset, so every chunk runs the one compiled program. A resume restores every
+chunk; a finished one trains no further. Training memory is that of one chunk: each chunk's
+problems are built when it starts, and only its maps and network parameters are kept once it
+ends.
 """
 
 from __future__ import annotations
@@ -26,50 +26,38 @@ import jax
 import numpy as np
 
 from helmholtz_pinn.assess import laws
-from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import CheckpointError, Interrupted
-from helmholtz_pinn.fit import checkpoints, host_loop, memory, placement
+from helmholtz_pinn.fit import checkpoints, host_loop, placement
+from helmholtz_pinn.fit.plan import CHUNKS_FILE, Plan
 from helmholtz_pinn.io.dataset import Dataset
-from helmholtz_pinn.pinn import dispersion, train
+from helmholtz_pinn.pinn import dispersion, predict, train
 from helmholtz_pinn.pinn.problem import Prepared, prepare
-
-CHUNKS_FILE = "chunks.json"
 
 
 @dataclasses.dataclass
 class Fitted:
     """What :func:`fit_members` returns, per dataset in order: ``maps`` (mu (E, F, *grid) in Pa,
     u_fit), ``preps`` (without their arrays), the member ``state`` (stacked; no Adam
-    state when chunked), the block ``history`` (chunks merged), the last chunk's
-    ``plan``, the run ``facts`` (resume, chunks, the L-BFGS phase) and the last chunk's
-    compiled L-BFGS ``phase`` program (None without a phase)."""
+    state when chunked), the block ``history`` (chunks merged), the run's ``plan``, the
+    run ``facts`` (resume, chunks, the L-BFGS phase) and the last chunk's compiled
+    ``lbfgs`` program (None without an L-BFGS phase)."""
 
     maps: list
     preps: list[Prepared]
     state: train.TrainState
     history: list[dict]
-    plan: placement.Placement
+    plan: Plan
     facts: dict
-    phase: Any = None
+    lbfgs: Any = None
 
 
-def fit_members(
-    datasets: list[Dataset],
-    cfg: Config,
-    shared: Config,
-    *,
-    stacked: bool,
-    devices,
-    callback,
-    progress,
-    ckpt,
-) -> Fitted:
-    """Fit ``datasets`` in chunks: ``cfg`` the user's settings (checked on resume),
-    ``shared`` the same with mu_ref and the Fourier scales set (:func:`prepare`).
-    ``ckpt``: (folder or None, data fingerprint of every member, resume mode)."""
+def fit_members(datasets: list[Dataset], plan: Plan, *, callback, progress, ckpt) -> Fitted:
+    """Fit ``datasets`` (the plan's members) in chunks of the plan's
+    ``datasets_per_chunk``. ``ckpt``: (folder or None, data fingerprint of every member,
+    resume mode)."""
     folder, prints, resume = ckpt
     folder = None if folder is None else Path(folder)
-    size = _chunk_size(datasets, shared, stacked, devices, folder if resume else None)
+    size, stacked = plan.datasets_per_chunk, plan.stacked
     groups = [range(a, min(a + size, len(datasets))) for a in range(0, len(datasets), size)]
     chunked = len(groups) > 1
     if folder is not None and stacked:
@@ -78,21 +66,20 @@ def fit_members(
         raise CheckpointError(
             f"no usable checkpoint in {folder}: resume='strict' does not start a fit afresh"
         )
-    rows = max(_voxel_rows(d, shared) for d in datasets) if chunked else None
     mode = True if chunked and resume else resume  # a chunk not reached yet has none
-    e, maps, preps, states, histories = shared.ensemble, [], [], [], []
+    e, maps, preps, states, histories = plan.ensemble, [], [], [], []
     facts, done, unreadable = {}, 0, []
     for c, idx in enumerate(groups):
         if progress and chunked:
             print(f"chunk {c + 1}/{len(groups)}: datasets {idx[0]}-{idx[-1]}", file=sys.stderr)
         sub = folder / f"chunk-{c:03d}" if chunked and folder is not None else folder
         pad = [idx[-1]] * (size - len(idx))  # a short last chunk reuses the compiled block
-        part = [prepare(datasets[i], shared) for i in idx]
+        part = [prepare(datasets[i], **plan.problem_settings(i)) for i in idx]
         part += part[-1:] * len(pad)  # the padding repeats the last dataset's problem
         real = slice(0, len(idx) * e)
         see = callback if not (pad and callback) else _members_only(callback, real)
-        state, history, plan, resumed, phase = _fit_chunk(
-            part, cfg, stacked, devices, see, progress, (sub, prints, mode), rows
+        state, history, resumed, program = _fit_chunk(
+            part, plan, see, progress, (sub, prints, mode)
         )
         for j, (i, p) in enumerate(zip(idx, part[: len(idx)], strict=True)):
             maps.append(_maps(rows_of(state, j, e, stacked), p, datasets[i]))
@@ -114,32 +101,33 @@ def fit_members(
             facts["no_checkpoint_in"] = str(folder)
         facts.update(chunks=len(groups), datasets_per_chunk=size, chunks_already_done=done)
     state = states[0] if not chunked else jax.tree.map(lambda *a: np.concatenate(a), *states)
-    return Fitted(maps, preps, state, merge_histories(histories), plan, facts, phase)
+    return Fitted(maps, preps, state, merge_histories(histories), plan, facts, program)
 
 
-def continue_phase(fitted: Fitted, dataset: Dataset, shared: Config, rounds: int) -> Fitted:
+def continue_lbfgs(fitted: Fitted, dataset: Dataset, rounds: int) -> Fitted:
     """One fit (not stacked) whose L-BFGS phase ran and kept its result, with that phase's
     compiled program run up to ``rounds`` more times from where it ended: each round
     restarts the L-BFGS memory on the same sample and keeps its parameters only if it
-    lowered the loss (:func:`helmholtz_pinn.pinn.train.polish_fn`); the first round that
+    lowered the loss (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`); the first round that
     does not ends the continuation (a repeat would run the same iterations again).
     Returns ``fitted`` with the new state, its maps rebuilt from ``dataset`` (the one
-    fitted, in the same units) and ``shared`` (its settings), and the phase's facts for
-    the whole phase: ``steps`` the iterations of every round run (kept or not),
-    ``continued`` those after the first round, ``loss_after`` the loss of the parameters
-    it ends with (nondimensional, on its sample; ``kept`` stays true), ``time_s`` every
-    round's seconds."""
-    prep = prepare(dataset, shared)
-    state, problem = placement.place(fitted.state, prep.problem, fitted.plan)
+    fitted, in the same units) with its plan, and the phase's facts for the whole phase:
+    ``steps`` the iterations of every round run (kept or not), ``continued`` those after
+    the first round, ``loss_after`` the loss of the parameters it ends with
+    (nondimensional, on its sample; ``kept`` stays true), ``time_s`` every round's
+    seconds."""
+    prep = prepare(dataset, **fitted.plan.problem_settings())
+    where = fitted.plan.placement
+    state, problem = placement.place(fitted.state, prep.problem, where)
     facts = dict(fitted.facts["lbfgs"])
     t0, loss, ran = time.perf_counter(), facts["loss_after"], 0
     while ran < rounds:
-        state, losses, kept = fitted.phase(state, problem)
+        state, losses, kept = fitted.lbfgs(state, problem)
         ran += 1
         if not bool(kept):
             break
         loss = float(np.asarray(losses)[-1])
-    state = placement.gather(state, fitted.plan)
+    state = placement.gather(state, where)
     facts.update(
         steps=facts["steps"] * (ran + 1),
         continued=facts["steps"] * ran,
@@ -152,110 +140,72 @@ def continue_phase(fitted: Fitted, dataset: Dataset, shared: Config, rounds: int
     )
 
 
-def _chunk_size(datasets, shared: Config, stacked: bool, devices, folder: Path | None) -> int:
-    """Datasets per chunk: the one saved in ``folder`` (a resume), else from
-    ``max_members_per_chunk`` or the memory estimate; all of them for one fit or an
-    ensemble of one dataset."""
-    if not stacked or len(datasets) == 1:
-        return len(datasets)
-    saved = None if folder is None else folder / CHUNKS_FILE
-    if saved is not None and saved.is_file():
-        return int(json.loads(saved.read_text())["datasets_per_chunk"])
-    members = shared.max_members_per_chunk
-    if members is None:
-        p = prepare(datasets[0], shared)
-        n = len(jax.devices()) if devices in (None, "all") else int(devices)
-        members = memory.members_per_chunk(p.spec, int(p.problem.count), n) or len(datasets)
-    return max(1, min(len(datasets), members // shared.ensemble))
-
-
-def _voxel_rows(dataset: Dataset, shared: Config) -> int:
-    """The voxel rows :func:`prepare` gives ``dataset`` (its mask after the form's
-    transform), without preparing it."""
-    spec = train.Spec.of(shared, dataset.ndim, dataset.n_freq, dataset.n_comp)
-    form = spec.form
-    return int((dataset if form.transform is None else form.transform(dataset)).mask.sum())
-
-
 def _save_chunk_size(folder: Path, size: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / CHUNKS_FILE).write_text(json.dumps({"datasets_per_chunk": size}))
 
 
-def _fit_chunk(preps, cfg: Config, stacked: bool, devices, callback, progress, ckpt, rows):
-    """Members, layout, placement, checkpoints (``ckpt``: folder or None, data
+def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
+    """Members, placement (the plan's), checkpoints (``ckpt``: folder or None, data
     fingerprint, resume mode), the host loop, the L-BFGS phase; returns (host state,
-    history, layout, resume facts, the phase's compiled program or None). ``rows``: pad
-    every problem to this many voxel rows (one compiled program for every chunk), else
-    to the largest of ``preps``."""
-    spec = preps[0].spec
-    state, problem, members, rows = _stack_members(preps, cfg, stacked, rows)
-    plan = placement.plan(
-        devices,
-        rows=rows,
-        per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
-        batch_size=spec.batch_size,
-        patch_size=spec.patch_size,
-        members=members,
-        shared_problem=members > 0 and not stacked,
-    )
-    block = placement.compile_block(spec, cfg.sync_interval, plan)
-    phase = bool(cfg.lbfgs_steps) and len(plan.devices) == 1  # the phase runs on one device
-    # no TF32 steps where an asked-for phase cannot run: nothing in float32 would end the fit
-    tf32 = cfg.tf32_steps if phase or not cfg.lbfgs_steps else 0
-    if tf32:
-        block = placement.Scheduled(block, tf32)
-    state, problem = placement.place(state, problem, plan)
+    history, resume facts, the L-BFGS phase's compiled program or None). Every problem
+    is padded to the plan's voxel rows (one compiled program for every chunk)."""
+    spec, where, cfg = plan.spec, plan.placement, plan.config
+    state, problem, members = _stack_members(preps, plan)
+    block = placement.compile_block(spec, cfg.sync_interval, where)
+    if plan.tf32_steps:
+        block = placement.Scheduled(block, plan.tf32_steps)
+    state, problem = placement.place(state, problem, where)
     folder, data, resume = ckpt
-    ckpt, state, host, resumed = checkpoints.start(folder, cfg, data, resume, state)
-    polish = None  # the L-BFGS phase compiles while Adam trains
-    if phase:
+    ckpt, state, host, resumed = checkpoints.start(folder, plan.settings(), data, resume, state)
+    compiling = None  # the L-BFGS phase compiles while Adam trains
+    if plan.runs_lbfgs:
         block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
-        polish = placement.polish_ahead(
-            spec, cfg.lbfgs_steps, cfg.lbfgs_points, plan, state, problem
+        compiling = placement.lbfgs_ahead(
+            spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )
     before = 0 if host is None else len(host.history)
-    if callback is not None and plan.padded_members != members:  # it sees real members only
+    if callback is not None and where.padded_members != members:  # it sees real members only
         callback = _members_only(callback, slice(0, members))
     with _final_checkpoint(ckpt):
         state, history = host_loop.run(
             state,
             problem,
             block,
-            cfg,
-            members=plan.padded_members,
+            plan,
+            members=where.padded_members,
             host=host,
             callback=callback,
             on_block=ckpt,
             progress=progress,
         )
-    if plan.padded_members != members:
+    if where.padded_members != members:
         history = [host_loop.member_record(r, slice(0, members)) for r in history]
     resumed["trained_blocks"] = len(history) - before
-    resumed["tf32_steps"] = tf32
+    resumed["tf32_steps"] = plan.tf32_steps
     program = None
-    if cfg.lbfgs_steps:
-        state, resumed["lbfgs"], program = _polish(state, problem, polish, cfg, plan, members)
-    return placement.gather(state, plan), history, plan, resumed, program
+    if plan.lbfgs_steps:
+        state, resumed["lbfgs"], program = _lbfgs(state, problem, compiling, plan, members)
+    return placement.gather(state, where), history, resumed, program
 
 
-def _polish(state, problem, polish, cfg: Config, plan, members: int) -> tuple[Any, dict, Any]:
-    """The L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on the placed state,
-    ``polish`` the future of its compiled program (:func:`placement.polish_ahead`), None
-    with several devices: then the Adam state is returned as it is. Returns (state,
-    facts, the compiled program or None); the facts: iterations, sample size, loss
-    before and after (per member), whether each member kept its result, seconds waited
-    for the compile after Adam ended, seconds run."""
-    facts: dict[str, Any] = {"steps": cfg.lbfgs_steps, "points": cfg.lbfgs_points}
-    if polish is None:
-        skipped = f"runs on one device; this fit used {len(plan.devices)}"
-        return state, {**facts, "skipped": skipped}, None
+def _lbfgs(state, problem, compiling, plan: Plan, members: int) -> tuple[Any, dict, Any]:
+    """The L-BFGS phase (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) on the placed state,
+    ``compiling`` the future of its compiled program (:func:`placement.lbfgs_ahead`),
+    None where the plan skips it (several devices): then the Adam state is returned as
+    it is. Returns (state, facts, the compiled program or None); the facts: iterations,
+    sample size, loss before and after (per member), whether each member kept its
+    result, seconds waited for the compile after Adam ended, seconds run."""
+    n = plan.lbfgs_steps
+    facts: dict[str, Any] = {"steps": n, "points": plan.config.lbfgs_points}
+    if compiling is None:
+        return state, {**facts, "skipped": plan.lbfgs_skipped}, None
     t0 = time.perf_counter()
-    polish = polish.result()
+    program = compiling.result()
     t1 = time.perf_counter()
-    state, losses, kept = polish(state, problem)
+    state, losses, kept = program(state, problem)
     rows = max(members, 1)
-    losses = np.asarray(losses, float).reshape(-1, cfg.lbfgs_steps + 1)[:rows]
+    losses = np.asarray(losses, float).reshape(-1, n + 1)[:rows]
     kept = np.asarray(kept).reshape(-1)[:rows]
 
     def per_fit(a):  # one value for one fit, else one per member
@@ -268,29 +218,28 @@ def _polish(state, problem, polish, cfg: Config, plan, members: int) -> tuple[An
         compile_wait_s=round(t1 - t0, 2),
         time_s=round(time.perf_counter() - t1, 2),
     )
-    return state, facts, polish
+    return state, facts, program
 
 
-def _stack_members(preps, cfg: Config, stacked: bool, rows):
-    """(state, problem, members, rows): the E seeds of each dataset, stacked on a leading
-    member axis with the problems padded to ``rows`` (``stacked``), or one problem shared
-    by E seeds (members 0 for a single fit)."""
-    p = preps[0]
+def _stack_members(preps, plan: Plan):
+    """(state, problem, members): the E seeds of each dataset, stacked on a leading
+    member axis with the problems padded to the plan's voxel rows (a stacked plan), or
+    one problem shared by E seeds (members 0 for a single fit)."""
+    p, cfg, e = preps[0], plan.config, plan.ensemble
     seeds = [
         jax.device_get(
             train.init_state(
                 p.spec, cfg.seed + k, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
             )
         )
-        for k in range(cfg.ensemble)
+        for k in range(e)
     ]
-    e = cfg.ensemble
-    if stacked:
-        rows = rows or max(int(q.problem.count) for q in preps)
+    if plan.stacked:
+        rows = plan.rows
         problem = train.stack_trees([_pad(q.problem, rows) for q in preps for _ in range(e)])
-        return train.stack_trees(seeds * len(preps)), problem, len(preps) * e, rows
+        return train.stack_trees(seeds * len(preps)), problem, len(preps) * e
     state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
-    return state, p.problem, members, int(p.problem.count)
+    return state, p.problem, members
 
 
 @contextlib.contextmanager
@@ -365,7 +314,7 @@ def _maps(state, prep: Prepared, dataset: Dataset) -> tuple[np.ndarray, np.ndarr
     unless a law of :data:`laws.LAWS` was fitted at two or more frequencies."""
     stacked = np.ndim(state.step) == 1
     members = train.unstack_tree(state, len(state.step)) if stacked else [state]
-    fields = [train.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
+    fields = [predict.predict(m, prep.spec, prep.x_grid, prep.scales.omega_ratio) for m in members]
     mus = np.stack([to_grid(mu, dataset) * prep.scales.mu_ref for _, mu in fields])
     u_fit = np.stack([to_grid(u, dataset) for u, _ in fields])
     law = prep.spec.mu_model in laws.LAWS and prep.spec.n_freq > 1

@@ -21,7 +21,8 @@ import numpy as np
 from helmholtz_pinn.assess import wavelength
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
-from helmholtz_pinn.pinn import forms, problem, train
+from helmholtz_pinn.fit import plan as run_plan
+from helmholtz_pinn.pinn import forms, problem
 from helmholtz_pinn.pinn.forms import weak
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 # Below COARSE voxels per shortest wavelength, with noise (the best field's noise fraction
-# at least problem.CLEAN_NOISE), is where the maps failed silently (a liver-like volume at
+# at least run_plan.CLEAN_NOISE), is where the maps failed silently (a liver-like volume at
 # -20 dB, 8 voxels: 26 % G'; clean it was 3.6 %).
 COARSE = 10.0
 # 2-D data with fewer mask voxels than this are small against the tuned 80 x 100 grids
@@ -110,21 +111,21 @@ def facts_of(dataset) -> DataFacts:
 
 
 def _noisy_coarse(facts: DataFacts) -> bool:
-    return facts.voxels_per_wavelength < COARSE and facts.noise >= problem.CLEAN_NOISE
+    return facts.voxels_per_wavelength < COARSE and facts.noise >= run_plan.CLEAN_NOISE
 
 
 def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
     Backed: 0.5 for 3-D data and for 2-D data of noise fraction at least
-    ``problem.NOISY_2D``, else 1.0 (today's rule). Proposal: where coarse sampling
+    ``run_plan.NOISY_2D``, else 1.0 (today's rule). Proposal: where coarse sampling
     meets noise (:data:`COARSE`), times voxels per wavelength / COARSE, so that the
     highest Fourier frequency per voxel stays at most that of a tuned fit."""
-    noisy_2d = facts.ndim == 2 and facts.noise >= problem.NOISY_2D
-    base = problem.SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else problem.SIGMA_FACTOR_U_2D
+    noisy_2d = facts.ndim == 2 and facts.noise >= run_plan.NOISY_2D
+    base = run_plan.SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else run_plan.SIGMA_FACTOR_U_2D
     rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
     if facts.ndim == 2:
-        rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {problem.NOISY_2D:g}"
+        rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {run_plan.NOISY_2D:g}"
     if not _noisy_coarse(facts):
         return Default(base, rule, True)
     value = round(base * facts.voxels_per_wavelength / COARSE, 3)
@@ -150,16 +151,16 @@ def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) ->
 def network_size(facts: DataFacts) -> Default:
     """``width``, ``n_features``, ``mu_width``, ``mu_depth`` as a dict.
 
-    Backed: today's sizes by dimension (``pinn.train.WIDTH`` etc.). Proposal: 2-D data
+    Backed: today's sizes by dimension (``fit.plan.WIDTH`` etc.). Proposal: 2-D data
     of fewer than :data:`SMALL_2D` mask voxels get the CPU-sized networks (one
     measurement: the bundled 30 x 36 example at 15 % against 36 %, with the CPU-sized
     batch and steps too)."""
     d = facts.ndim
     sizes = dict(
-        width=train.WIDTH[d],
-        n_features=train.N_FEATURES[d],
-        mu_width=train.MU_WIDTH[d],
-        mu_depth=train.MU_DEPTH[d],
+        width=run_plan.WIDTH[d],
+        n_features=run_plan.N_FEATURES[d],
+        mu_width=run_plan.MU_WIDTH[d],
+        mu_depth=run_plan.MU_DEPTH[d],
     )
     if d == 2 and facts.mask_voxels < SMALL_2D:
         rule = f"a small 2-D field ({facts.mask_voxels} < {SMALL_2D} voxels): CPU-sized networks"
@@ -170,7 +171,7 @@ def network_size(facts: DataFacts) -> Default:
 def batch_size(facts: DataFacts) -> Default:
     """Voxels per step: today's 2048 (a 3-D fit at 4096 was as accurate at twice the
     time); a mask with fewer voxels is taken whole by the step (``train.Spec``)."""
-    value = train.BATCH_SIZE[facts.ndim]
+    value = run_plan.BATCH_SIZE[facts.ndim]
     if facts.mask_voxels <= value:
         return Default(value, f"{value}: the whole mask ({facts.mask_voxels} voxels)", True)
     return Default(value, f"{value} voxels per step", True)
@@ -221,15 +222,15 @@ def pde_weight(facts: DataFacts) -> Default:
 
 
 def lbfgs_runs(facts: DataFacts, pde: str, members: int = 1) -> Default:
-    """Whether the L-BFGS phase runs: today's rule (``problem.lbfgs_plan``): one navier
+    """Whether the L-BFGS phase runs: today's rule (``fit.plan.lbfgs_steps``): one navier
     fit (``members`` 1: one dataset, no ensemble) of clean data (best noise fraction
-    below ``problem.CLEAN_NOISE``) whose mask has at most ``Config.lbfgs_points``
+    below ``run_plan.CLEAN_NOISE``) whose mask has at most ``Config.lbfgs_points``
     voxels. Steps are :func:`steps`' (above ``Config.lbfgs_from``)."""
     reasons = []
     if pde != "navier" or members != 1:
         reasons.append("not one navier fit")
-    if facts.noise >= problem.CLEAN_NOISE:
-        reasons.append(f"noise {facts.noise:.3g} >= {problem.CLEAN_NOISE:g}")
+    if facts.noise >= run_plan.CLEAN_NOISE:
+        reasons.append(f"noise {facts.noise:.3g} >= {run_plan.CLEAN_NOISE:g}")
     if facts.mask_voxels > Config.lbfgs_points:
         reasons.append(f"{facts.mask_voxels} voxels > {Config.lbfgs_points}")
     if reasons:

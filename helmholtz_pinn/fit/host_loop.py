@@ -1,13 +1,14 @@
 """The host loop: blocks on the device, schedules and roll-backs between them.
 
-``run`` runs ceil(steps / sync_interval) compiled blocks and reads each block's losses
-once ("deferred loss"); every step trains. Between blocks, per member: a non-finite or
-exploding loss rolls back to the last good state with that member's rate halved; after
-the PDE warm-up a reduce-on-plateau schedule sets the rate and stops a member that no
-longer improves. The loop is the same for every layout: it sees a state (with a leading
-member axis when ``members`` > 0) and a compiled block. A first SIGINT (Ctrl-C) lets the
-current block finish and raises :class:`~helmholtz_pinn.errors.Interrupted` with the
-last good state (a second one interrupts at once); SIGTERM does the same.
+``run`` runs the plan's Adam steps as compiled blocks of ``sync_interval`` steps and reads
+each block's losses once ("deferred loss"); every step trains. Between blocks, per member:
+a non-finite or exploding loss rolls back to the last good state with that member's rate
+halved; after the PDE warm-up a reduce-on-plateau schedule sets the rate and stops a
+member that no longer improves. The loop is the same for every layout: it sees a state
+(with a leading member axis when ``members`` > 0) and a compiled block. A first SIGINT
+(Ctrl-C) lets the current block finish and raises
+:class:`~helmholtz_pinn.errors.Interrupted` with the last good state (a second one
+interrupts at once); SIGTERM does the same.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DivergenceError, Interrupted
+from helmholtz_pinn.fit.plan import Plan
 from helmholtz_pinn.pinn.train import LOSS_NAMES, TrainState, set_learning_rate
 
 EXPLODE_FACTOR = 1e4  # a block whose mean loss exceeds this times the best so far diverged
@@ -87,7 +89,7 @@ def run(
     state: TrainState,
     problem,
     block: Callable,
-    cfg: Config,
+    plan: Plan,
     *,
     members: int = 0,
     host: HostState | None = None,
@@ -95,8 +97,9 @@ def run(
     on_block: Callable[[TrainState, HostState], None] | None = None,
     progress: bool | str = True,
 ) -> tuple[TrainState, list[dict]]:
-    """Run ceil(steps / sync_interval) calls of ``block(state, problem)``; read the
-    losses once per block.
+    """Run ``plan.steps / sync_interval`` calls of ``block(state, problem)`` (the plan's
+    Adam steps, :class:`helmholtz_pinn.fit.plan.Plan`; the schedule's settings are its
+    ``config``'s); read the losses once per block.
 
     ``members``: 0 for one fit, else the leading member axis of ``state`` (records then
     hold one value per member). A diverged member rolls every member back to the last
@@ -107,8 +110,8 @@ def run(
     the block that is running, carrying the last good (state, host) and the signal's name.
     ``progress``: show a progress bar; a string also labels it.
     """
-    batched = members > 0
-    n_blocks = math.ceil(cfg.steps / cfg.sync_interval)
+    batched, cfg = members > 0, plan.config
+    n_blocks = plan.steps // cfg.sync_interval
     host = host or HostState.new(cfg, max(members, 1))
     bar = _progress_bar(n_blocks * cfg.sync_interval, progress)
     bar.update(len(host.history) * cfg.sync_interval)

@@ -16,7 +16,7 @@ would not fit.
 
 This module owns no entry point and no training step: :func:`compile_block` applies a
 placement to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`, and
-:func:`polish_ahead` compiles the L-BFGS phase in the background while that block trains;
+:func:`lbfgs_ahead` compiles the L-BFGS phase in the background while that block trains;
 :class:`Scheduled` runs the block's TF32 program before a step and its float32 one after.
 """
 
@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import memory
-from helmholtz_pinn.pinn import compile_options, train
+from helmholtz_pinn.pinn import compile_options, lbfgs, train
 
 AXIS = "devices"
 DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
@@ -240,10 +240,10 @@ class Scheduled:
 
 
 @functools.lru_cache(maxsize=8)
-def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placement):
-    """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.train.polish_fn`) on one device
+def compile_lbfgs(spec: train.Spec, n_iter: int, points: int, placement: Placement):
+    """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) on one device
     (XLA options: :func:`helmholtz_pinn.pinn.compile_options.phase_options`)."""
-    fn = train.polish_fn(
+    fn = lbfgs.lbfgs_fn(
         spec,
         n_iter,
         points,
@@ -253,13 +253,13 @@ def compile_polish(spec: train.Spec, n_iter: int, points: int, placement: Placem
     return jax.jit(fn, compiler_options=compile_options.phase_options())
 
 
-def polish_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement, state, problem):
-    """Start compiling the L-BFGS phase (:func:`compile_polish`) for the shapes and
+def lbfgs_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement, state, problem):
+    """Start compiling the L-BFGS phase (:func:`compile_lbfgs`) for the shapes and
     placement of ``state`` and ``problem`` in a background thread; returns a
     ``concurrent.futures.Future`` whose result is the compiled program (called with
     arrays of those shapes). Started before the Adam phase, the compile (tens of seconds
     on a GPU into an empty cache) runs while Adam trains instead of after it."""
-    jitted = compile_polish(spec, n_iter, points, placement)
+    jitted = compile_lbfgs(spec, n_iter, points, placement)
     shapes = jax.tree.map(_abstract, (state, problem))
     precision = jax.config.jax_default_matmul_precision  # a `with` setting is per thread
 

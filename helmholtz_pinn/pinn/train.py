@@ -8,7 +8,8 @@ taken over the batch's voxels outside the PDE margin (``Problem.pde``), and w_fc
 per-field weight of the Problem (1 unless noise-aware weighting sets it). A block of
 ``n_steps`` full steps runs on the device; the host loop (:mod:`helmholtz_pinn.fit.host_loop`)
 reads the block's losses once and drives the schedules between blocks. An optional
-L-BFGS phase (:func:`polish_fn`) follows the Adam blocks on one fixed sample.
+L-BFGS phase (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) follows the Adam blocks on one
+fixed sample; :func:`helmholtz_pinn.pinn.predict.predict` evaluates the networks on a grid.
 
 Under ``shard_map`` (``axis_name`` set: data parallel over the voxels) every device
 samples its own shard and the gradient of the global batch mean is the share-weighted
@@ -28,31 +29,19 @@ import numpy as np
 import optax
 
 from helmholtz_pinn import laws
-from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.pinn import forms, scaling
-from helmholtz_pinn.pinn.compile_options import once_options
 from helmholtz_pinn.pinn.model import (
     GRAD,
     HESS,
     LAP,
     VALUE,
     FourierMLP,
-    apply_jet,
     apply_pair,
     split_jet,
 )
 
 LOSS_NAMES = ("loss", "data", "pde")
-# The network sizes and the voxels per step when the Config leaves them None, by the
-# data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
-# u-network and frequencies, a 128 x 3 mu-network, and the navier form's pressure on the
-# u-network. Why: docs/defaults.md.
-WIDTH = {2: 256, 3: 512}
-N_FEATURES = {2: 128, 3: 256}
-MU_WIDTH = {2: 64, 3: 128}
-MU_DEPTH = {2: 2, 3: 3}
-BATCH_SIZE = {2: 2048, 3: 2048}
-AUX_NETWORK = {2: "mu", 3: "u"}
 
 
 class Problem(NamedTuple):
@@ -105,29 +94,19 @@ class Spec:
     pde_weight: float
     pde_warmup: int
 
-    @classmethod
-    def of(cls, cfg: Config, ndim: int, n_freq: int, n_comp: int) -> Spec:
-        """The program key of ``cfg`` for data of these shapes; an unknown PDE form is a
-        :class:`~helmholtz_pinn.errors.ConfigError` here; ``pde="auto"`` is resolved for
-        the data (:func:`helmholtz_pinn.pinn.forms.resolve`), as is ``mu_model="auto"``
-        for one frequency (:func:`helmholtz_pinn.laws.resolve`, which also refuses a law
-        needing more frequencies); with more frequencies the law is chosen by
-        :func:`helmholtz_pinn.fit.inversion.invert` and "auto" here is a ConfigError."""
-        pde = forms.resolve(cfg.pde, n_comp)
-        forms.get(pde)
-        fields = {f.name for f in dataclasses.fields(cls)} - {"ndim", "n_freq", "n_comp", "pde"}
-        settings = {k: getattr(cfg, k) for k in sorted(fields)}
-        settings["mu_model"] = laws.resolve(settings["mu_model"], n_freq)
-        by_ndim = {
-            "width": WIDTH,
-            "n_features": N_FEATURES,
-            "mu_width": MU_WIDTH,
-            "mu_depth": MU_DEPTH,
-            "batch_size": BATCH_SIZE,
-            "aux_network": AUX_NETWORK,
-        }
-        settings.update({k: settings[k] or v[ndim] for k, v in by_ndim.items()})
-        return cls(ndim, n_freq, n_comp, pde=pde, **settings)
+    def __post_init__(self):
+        """The PDE form must be known (a :class:`~helmholtz_pinn.errors.ConfigError`
+        otherwise) and the law one a program fits for ``n_freq`` frequencies
+        (:func:`helmholtz_pinn.laws.resolve`: "auto" is chosen by
+        :func:`helmholtz_pinn.fit.inversion.invert`, a law needing more frequencies is
+        refused; one frequency: :func:`helmholtz_pinn.fit.plan.laws`)."""
+        forms.get(self.pde)
+        if self.mu_model == "auto":
+            raise ConfigError(
+                f"mu_model='auto' is chosen from the data by invert() ({self.n_freq} "
+                f"frequencies); a program needs one of {', '.join(laws.available())}"
+            )
+        laws.resolve(self.mu_model, self.n_freq)  # a law needing more frequencies: refused
 
     @property
     def form(self) -> forms.Form:
@@ -195,7 +174,6 @@ class Spec:
         return u, mu
 
 
-POLISH_DRAW = 2**31 - 1  # the L-BFGS phase's sample: a fold_in that no Adam step uses
 OPTIMIZER = optax.inject_hyperparams(optax.adam)  # the rate lives in the state: the host sets it
 
 
@@ -379,53 +357,6 @@ def block_fn(
     return jax.vmap(block, in_axes=(0, None if shared_problem else 0))
 
 
-def polish_fn(
-    spec: Spec, n_iter: int, points: int, *, members: bool = False, shared_problem: bool = False
-) -> Callable:
-    """``(state, problem) -> (state, losses (n_iter + 1,), kept)``: an L-BFGS phase after
-    Adam; ``losses`` are the loss before each iteration and after the last.
-
-    The loss L(params) = data + pde_weight(step) pde of :func:`loss_terms` on one fixed
-    sample of ``points`` voxels (every voxel of the mask when they are fewer; drawn as
-    :func:`sample_batch` draws a step's batch, from the key fold_in(key, 2^31 - 1), which
-    no Adam step uses) is minimised by ``n_iter`` iterations of
-    L-BFGS (optax, memory 10, zoom line search) in one ``lax.scan``. The state's params
-    are replaced only if the last loss is finite and below the first (``kept``); the step
-    counter and Adam's state stay as Adam left them. ``members``: as in :func:`block_fn`.
-    """
-    opt = optax.lbfgs(memory_size=10)
-
-    def polish(state: TrainState, problem: Problem):
-        batch = sample_batch(
-            problem, jax.random.fold_in(state.key, POLISH_DRAW), jnp.int32(0), points
-        )
-        weight = pde_weight(state.step, spec)
-
-        def loss(params):
-            return weighted_loss(params, state.consts, spec, problem, batch, weight)[0]
-
-        value_and_grad = optax.value_and_grad_from_state(loss)
-
-        def body(carry, _):
-            params, opt_state = carry
-            value, grad = value_and_grad(params, state=opt_state)
-            updates, opt_state = opt.update(
-                grad, opt_state, params, value=value, grad=grad, value_fn=loss
-            )
-            return (optax.apply_updates(params, updates), opt_state), value
-
-        start = (state.params, opt.init(state.params))
-        (params, _), losses = jax.lax.scan(body, start, None, n_iter)
-        last = loss(params)
-        kept = jnp.isfinite(last) & (last < losses[0])
-        params = jax.tree.map(lambda new, old: jnp.where(kept, new, old), params, state.params)
-        return state._replace(params=params), jnp.append(losses, last), kept
-
-    if not members:
-        return polish
-    return jax.vmap(polish, in_axes=(0, None if shared_problem else 0))
-
-
 def set_learning_rate(state: TrainState, lr) -> TrainState:
     """The same state with Adam's rate replaced (no recompile: same dtype and shape).
 
@@ -450,33 +381,3 @@ def stack_trees(trees: list) -> Any:
 def unstack_tree(tree: Any, members: int) -> list:
     """The inverse of :func:`stack_trees`."""
     return [jax.tree.map(lambda leaf, i=i: leaf[i], tree) for i in range(members)]
-
-
-def predict(
-    state: TrainState, spec: Spec, x: np.ndarray, omega_ratio: np.ndarray, chunk: int = 65536
-) -> tuple[np.ndarray, np.ndarray]:
-    """u' (N, F, C) and mu' (N, F) at points x (N, d), evaluated in equal pieces of at most
-    ``chunk`` points (the last one padded), so one program is compiled per grid."""
-    pieces = -(-len(x) // chunk)
-    size = -(-len(x) // pieces)
-    padded = np.concatenate([x, np.repeat(x[-1:], pieces * size - len(x), axis=0)])
-    fn = _predict_fn(spec)
-    parts = [
-        fn(state.params, state.consts, jnp.asarray(padded[i : i + size]), jnp.asarray(omega_ratio))
-        for i in range(0, len(padded), size)
-    ]
-    return tuple(np.concatenate([np.asarray(p[k]) for p in parts])[: len(x)] for k in (0, 1))
-
-
-@functools.lru_cache(maxsize=32)
-def _predict_fn(spec: Spec):
-    n_mu = laws.get(spec.mu_model).channels(spec.n_freq)
-
-    def fn(params, consts, x, omega_ratio):
-        u = apply_jet(params["u"], consts["u"], x, spec.activation, VALUE, spec.depth)[0]
-        m = apply_jet(params["mu"], consts["mu"], x, spec.activation, VALUE, spec.mu_depth)[0]
-        mu, _ = laws.get(spec.mu_model).network(m[..., :n_mu], None, omega_ratio)
-        u = u[..., : 2 * spec.n_freq * spec.n_comp]
-        return scaling.u_complex(u, spec.n_freq, spec.n_comp), mu
-
-    return jax.jit(fn, compiler_options=once_options())

@@ -76,6 +76,7 @@ class RunFacts(TypedDict, total=False):
     # the L-BFGS phase: steps, points, losses, kept, compile_wait_s, time_s; continued (auto)
     lbfgs: dict[str, Any]
     tf32_steps: int  # the Adam step up to which blocks ran in TF32 on a GPU (0: float32)
+    plan: dict[str, Any]  # the run's plan: what was asked beside what runs (fit.plan.Plan.record)
 
 
 class BaselineFacts(TypedDict, total=False):

@@ -14,9 +14,9 @@ from helmholtz_pinn.cli import commands as cli_module
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DatasetError, InputError
 from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit.plan import prepare_one
 from helmholtz_pinn.forward import phantoms
 from helmholtz_pinn.io import dataset as data
-from helmholtz_pinn.pinn.problem import prepare
 
 TWO_PI = 2 * np.pi
 SLIPS = {
@@ -102,7 +102,7 @@ def test_nan_outside_the_mask_is_accepted_and_inside_refused():
     masked = data.Dataset(u=u, frequency=d.frequency, spacing=d.spacing, mask=mask)
     assert np.isfinite(masked.u).all() and (masked.u[..., ~mask] == 0).all()
     assert input_checks.check(masked) == []
-    prep = prepare(masked, Config(**SMALL))
+    prep = prepare_one(masked, Config(**SMALL))
     assert np.isfinite(prep.problem.u).all() and len(prep.problem.x) == mask.sum()
     inside = u.copy()
     inside[0, 1, 5, 6] = np.nan

@@ -12,8 +12,8 @@ from helmholtz_pinn.assess import metrics, stencils
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit.plan import prepare_one
 from helmholtz_pinn.forward import phantoms
-from helmholtz_pinn.pinn.problem import prepare
 
 
 def _oblique_wave(voxels_per_wavelength, shape=(60, 70)):
@@ -54,10 +54,10 @@ def test_weights_silence_noise_only_and_numerically_zero_components():
     shape = data.u[:, :1].shape
     noise = 0.1 * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
     cfg = Config(mu_model="voigt")
-    prep = prepare(_with_third(data, noise), cfg)
+    prep = prepare_one(_with_third(data, noise), cfg)
     w_noise, rms = prep.problem.weight, prep.u_scale
-    w_tiny = prepare(_with_third(data, 1e-14 * data.u[:, :1]), cfg).problem.weight
-    w_zero = prepare(_with_third(data, 0 * data.u[:, :1]), cfg)
+    w_tiny = prepare_one(_with_third(data, 1e-14 * data.u[:, :1]), cfg).problem.weight
+    w_zero = prepare_one(_with_third(data, 0 * data.u[:, :1]), cfg)
     # clean components sit at the noise floor (a fraction of the strongest RMS), so they
     # weigh by their power; the noise-only one (n ~ 1) weighs ~floor^2 = 1e-3
     power = (rms[:, :2] / rms[:, :2].max(axis=1, keepdims=True)) ** 2
@@ -65,7 +65,7 @@ def test_weights_silence_noise_only_and_numerically_zero_components():
     assert np.all(w_noise[:, 2] < 0.02)
     assert np.all(w_tiny[:, 2] < 1e-20)  # clean but 1e-14 of the others: the floor decides
     assert np.all(w_zero.problem.weight[:, 2] == 0) and np.all(np.isfinite(w_zero.problem.u))
-    uniform = prepare(_with_third(data, noise), cfg.replace(weighting="uniform"))
+    uniform = prepare_one(_with_third(data, noise), cfg.replace(weighting="uniform"))
     assert np.all(uniform.problem.weight == 1)
 
 
@@ -73,7 +73,7 @@ def test_a_frequency_without_signal_is_refused():
     data = plane_wave_dataset(n=16)
     dead = dataclasses.replace(data, u=data.u * np.array([1.0, 0.0])[:, None, None, None])
     with pytest.raises(InputError, match="zero in the mask for every component at \\[90.0\\]"):
-        prepare(dead, Config(mu_model="voigt"))
+        prepare_one(dead, Config(mu_model="voigt"))
 
 
 def test_a_noise_only_component_does_not_pull_the_modulus():

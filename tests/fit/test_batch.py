@@ -6,6 +6,7 @@ amplified over 10 Adam steps (measured ~2e-7 relative; asserted 2e-5).
 """
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -16,11 +17,13 @@ from settings import SMALL
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DatasetError, InputError
 from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit import plan as run_plan
+from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.io.dataset import Dataset, z_slices
 from helmholtz_pinn.laws._channels import SOFTPLUS_ONE
 from helmholtz_pinn.pinn import forms, scaling, train
 from helmholtz_pinn.pinn.model import FourierMLP, apply_jet
-from helmholtz_pinn.pinn.problem import reference_modulus, shared_settings, wave_cycles
+from helmholtz_pinn.pinn.problem import estimate_reference, wave_cycles
 
 N, H, FREQS = 12, 1.5e-3, (60.0, 90.0)
 RTOL = 2e-5
@@ -107,9 +110,19 @@ def test_invert_many_refuses_mixed_grids(slices):
         inversion.invert([], Config(**SMALL))
 
 
+def shared_settings(datasets, cfg):
+    """The plan's mu_ref (Pa), u factor and Fourier scales (cycles per field of view) of
+    ``datasets`` fitted as one run's members."""
+    mu_ref = run_plan.reference_modulus(datasets, cfg)
+    factor, sigma_u, sigma_mu = run_plan.fourier_scales(datasets, cfg, mu_ref)
+    return types.SimpleNamespace(
+        mu_ref=mu_ref, sigma_factor_u=factor, sigma_u=sigma_u, sigma_mu=sigma_mu
+    )
+
+
 def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
     cfg = shared_settings(slices, Config(**{**SMALL, "mu_ref": None}))
-    estimates = [reference_modulus(d, Config()) for d in slices]
+    estimates = [estimate_reference(d) for d in slices]
     assert cfg.mu_ref == pytest.approx(np.median(estimates))
     cycles = max(wave_cycles(d, cfg.mu_ref) for d in slices)
     assert cfg.sigma_u == pytest.approx(1.0 * cycles)  # 2-D slices: factor 1
@@ -118,7 +131,6 @@ def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
 def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
     """sigma_u = factor * L / lambda_min, factor SIGMA_FACTOR_U_3D for one 3-D fit
     (measured), the configured factor where given."""
-    from helmholtz_pinn.pinn import problem
 
     volume = Dataset(
         u=np.stack([d.u for d in slices], axis=-1),
@@ -128,7 +140,7 @@ def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
     base = Config(**{**SMALL, "mu_ref": 3000.0})
     cycles = wave_cycles(volume, 3000.0)
     auto = shared_settings([volume], base)
-    assert auto.sigma_u == pytest.approx(problem.SIGMA_FACTOR_U_3D * cycles)
+    assert auto.sigma_u == pytest.approx(run_plan.SIGMA_FACTOR_U_3D * cycles)
     given = shared_settings([volume], base.replace(sigma_factor_u=0.6))
     assert given.sigma_u == pytest.approx(0.6 * cycles)
 
@@ -152,8 +164,8 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     for data, factor in [
         ([slices[0]], 1.0),
         ([noisy(slices[0], -20.0)], 1.0),
-        ([noisy(slices[0], -10.0)], problem.SIGMA_FACTOR_U_3D),
-        ([slices[0], noisy(slices[1], -10.0)], problem.SIGMA_FACTOR_U_3D),
+        ([noisy(slices[0], -10.0)], run_plan.SIGMA_FACTOR_U_3D),
+        ([slices[0], noisy(slices[1], -10.0)], run_plan.SIGMA_FACTOR_U_3D),
     ]:
         cfg = shared_settings(data, base)
         assert cfg.sigma_factor_u == factor
@@ -164,7 +176,7 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     )
     assert shared_settings(loud, base.replace(sigma_u=7.0)).sigma_u == 7.0
     res = inversion.invert(loud[0], base, progress=False)  # what metrics.json says
-    assert res.metrics["sigma_factor_u"] == problem.SIGMA_FACTOR_U_3D
+    assert res.metrics["sigma_factor_u"] == run_plan.SIGMA_FACTOR_U_3D
     assert any(n.startswith("noisy 2-D data") for n in res.metrics["notes"])
 
 
@@ -256,7 +268,7 @@ def test_3d_plane_wave_residual_vanishes(pde):
                 "out_bias": np.array([np.log(np.expm1(g)) - SOFTPLUS_ONE, -40.0]),
             },
         }
-        spec = train.Spec.of(Config(pde=pde), 3, 1, 1)
+        spec = program(Config(pde=pde), 3, 1, 1)
         spec = dataclasses.replace(spec, depth=0, mu_depth=0)  # output layers only
         xs = jnp.asarray(x)
         fields = jax.jit(train.evaluate_fields, static_argnums=2)

@@ -14,7 +14,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import memory
 from helmholtz_pinn.fit.inversion import invert
-from helmholtz_pinn.pinn import train
+from helmholtz_pinn.fit.plan import program
 
 CFG = Config(**{**SMALL, "checkpoint_every": 1})
 RUN = dict(progress=False, devices=1, slicewise=True, force=True)
@@ -76,7 +76,7 @@ def test_resume_skips_finished_chunks_and_ends_bitwise(volume, chunked, tmp_path
 
 
 def test_chunk_size_from_the_memory_estimate(monkeypatch):
-    spec = train.Spec.of(Config(**SMALL), 2, 2, 2)
+    spec = program(Config(**SMALL), 2, 2, 2)
     per_voxel = memory.bytes_per_voxel(2, 2, 2)
     one = memory.member_bytes(spec, 1000)
     assert memory.member_bytes(spec, 3000) - one == 2000 * per_voxel  # batch 64 < rows

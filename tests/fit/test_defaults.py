@@ -9,8 +9,8 @@ import pytest
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import defaults
+from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.io.dataset import Dataset
-from helmholtz_pinn.pinn import problem, train
 
 
 def facts(**kw):
@@ -35,12 +35,12 @@ TUNED = [
 def test_the_tuned_region_gets_todays_values(f):
     rules = defaults.settings(f, "navier")
     assert all(r.backed for r in rules.values()), {k: r.rule for k, r in rules.items()}
-    today = problem.SIGMA_FACTOR_U_3D if f.ndim == 3 else problem.SIGMA_FACTOR_U_2D
+    today = run_plan.SIGMA_FACTOR_U_3D if f.ndim == 3 else run_plan.SIGMA_FACTOR_U_2D
     assert rules["sigma_factor_u"].value == today
     sizes = rules["network"].value
     assert sizes == dict(
-        width=train.WIDTH[f.ndim], n_features=train.N_FEATURES[f.ndim],
-        mu_width=train.MU_WIDTH[f.ndim], mu_depth=train.MU_DEPTH[f.ndim],
+        width=run_plan.WIDTH[f.ndim], n_features=run_plan.N_FEATURES[f.ndim],
+        mu_width=run_plan.MU_WIDTH[f.ndim], mu_depth=run_plan.MU_DEPTH[f.ndim],
     )  # fmt: skip
     assert rules["batch_size"].value == 2048
     assert rules["steps"].value == Config.steps == 10_000

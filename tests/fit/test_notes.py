@@ -7,34 +7,55 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import inversion
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.fit import inversion, run_facts
+from helmholtz_pinn.fit import plan as run_plan
+from helmholtz_pinn.fit.plan import prepare_one
+
+
+def _notes(facts: dict, **settings) -> list[str]:
+    """The run notes of a plane-wave fit planned with ``settings`` that ran to ``facts``."""
+    cfg = Config(mu_ref=3000.0, **settings)
+    return run_facts.run_notes(run_plan.plan([plane_wave_dataset()], cfg, devices=1), facts)
 
 
 def test_notes_name_rounding_early_stop_warmup_and_schedule():
-    cfg = Config(steps=250, sync_interval=100, pde_warmup=1000, plateau_patience=5)
-    notes = inversion.run_notes(cfg, {"steps": 200})
+    cfg = dict(steps=250, sync_interval=100, pde_warmup=1000, plateau_patience=5)
+    notes = _notes({"steps": 200}, **cfg)
     assert notes[0] == "steps=250 rounded up to 300: a whole number of sync_interval=100 blocks"
     assert notes[1].startswith("stopped early at step 200 of 300")
     assert notes[2].startswith("short run: the fit ended at step 200, before the PDE weight")
     assert len(notes) == 3
-    schedule = inversion.run_notes(cfg.replace(steps=500, pde_warmup=100), {"steps": 500})
+    schedule = _notes({"steps": 500}, **{**cfg, "steps": 500, "pde_warmup": 100})
     assert schedule == [
         "short run: 500 steps are at most plateau_patience=5 blocks: the learning-rate "
         "schedule never acted"
     ]
-    assert inversion.run_notes(cfg.replace(steps=1000, pde_warmup=100), {"steps": 1000}) == []
-    assumption = inversion.run_notes(Config(), {"steps": 10000, "assumption": "2-D slice"})
+    assert _notes({"steps": 1000}, **{**cfg, "steps": 1000, "pde_warmup": 100}) == []
+    assumption = _notes({"steps": 10000, "assumption": "2-D slice"})
     assert assumption == ["2-D slice"]
-    rim = inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 3, "pde_fraction": 0.8724})
+    rim = _notes({"steps": 10000, "pde_margin": 3, "pde_fraction": 0.8724})
     assert rim == [
         "the PDE residual within 3 voxel(s) of the field of view's in-plane edges was left "
         "out of the loss (13% of the mask's voxels): the modulus there is the mu-network's "
         "continuation from inside (pde_margin; 0 fits the PDE everywhere)"
     ]
-    assert inversion.run_notes(Config(), {"steps": 10000, "pde_margin": 0}) == []
+    assert _notes({"steps": 10000, "pde_margin": 0}) == []
     inside = {"steps": 10000, "pde_margin": 3, "pde_fraction": 1.0}  # an organ mask
-    assert inversion.run_notes(Config(), inside) == []
+    assert _notes(inside) == []
+
+
+def test_a_request_cut_for_the_lbfgs_phase_is_said_plainly():
+    """steps=20000 with an L-BFGS phase runs lbfgs_from Adam steps and the phase: the plan
+    records both what was asked and what runs, and a note says so."""
+    cfg = Config(mu_ref=3000.0, steps=20000, lbfgs_steps=40, lbfgs_from=5000)
+    plan = run_plan.plan([plane_wave_dataset()], cfg, devices=1)
+    assert (plan.steps, plan.lbfgs_steps, plan.settings().steps) == (5000, 40, 5000)
+    record = plan.record()
+    assert (record["steps_asked"], record["steps"], record["lbfgs_steps"]) == (20000, 5000, 40)
+    assert run_facts.run_notes(plan, {"steps": 5000}) == [
+        "steps=20000 asked; 5000 Adam steps ran (lbfgs_from=5000) and then an L-BFGS phase "
+        "of 40 iterations"
+    ]
 
 
 def test_a_fit_inside_the_warm_up_warns_and_records_it():
@@ -46,7 +67,7 @@ def test_a_fit_inside_the_warm_up_warns_and_records_it():
     assert any(n.startswith("short run") for n in res.metrics["notes"])
     assert res.metrics["pde_margin"] == 3 and res.metrics["pde_fraction"] == round(100 / 256, 4)
     assert any("(61% of the mask's voxels)" in n for n in res.metrics["notes"])
-    assert prepare(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0
+    assert prepare_one(plane_wave_dataset(), Config(**SMALL)).pde_fraction == 1.0
 
 
 @pytest.mark.parametrize("scale", [1e20, 1e-30])

@@ -14,10 +14,12 @@ from settings import SMALL, plane_wave_volume, volume
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
 from helmholtz_pinn.fit import inversion, memory, placement
+from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.chunks import to_grid
+from helmholtz_pinn.fit.plan import prepare_one, program
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import train
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.pinn.predict import predict
 
 H, FREQS = 1.5e-3, (60.0, 90.0)
 RTOL = 2e-5
@@ -37,9 +39,9 @@ def test_data_parallel_full_batch_equals_single_device_3d(four_devices):
     for a, b in zip(many.history, one.history, strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=RTOL)
     # the final map is evaluated in chunks: a small chunk gives the same map
-    prep = prepare(ds, cfg)
+    prep = prepare_one(ds, cfg)
     state = train.TrainState(one.params, one.consts, None, None, None)
-    _, mu_nd = train.predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio, chunk=64)
+    _, mu_nd = predict(state, prep.spec, prep.x_grid, prep.scales.omega_ratio, chunk=64)
     np.testing.assert_allclose(to_grid(mu_nd, ds) * 3000.0, one.mu, rtol=1e-6)
 
 
@@ -53,7 +55,7 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         spacing=np.array([H, H]),
     )
     cfg = Config(**SMALL)
-    prep = prepare(ds, cfg)
+    prep = prepare_one(ds, cfg)
     same = prep.problem._replace(
         x=np.repeat(prep.problem.x[5:6], 144, 0), u=np.repeat(prep.problem.u[5:6], 144, 0)
     )
@@ -69,7 +71,8 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         state, problem = placement.place(state0, same, plan)
         from helmholtz_pinn.fit import host_loop
 
-        state, hist = host_loop.run(state, problem, block, cfg, progress=False)
+        fit = run_plan.plan([ds], cfg, devices=1)  # the Adam steps and the schedule
+        state, hist = host_loop.run(state, problem, block, fit, progress=False)
         results.append((placement.gather(state, plan), hist))
     (one, h1), (many, h4) = results
     for a, b in zip(h4, h1, strict=True):
@@ -79,7 +82,7 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
 
 
 def test_member_layout_splits_the_member_axis(four_devices):
-    prep = prepare(volume(), Config(**SMALL))
+    prep = prepare_one(volume(), Config(**SMALL))
     seeds = [train.init_state(prep.spec, s, 1.0, 1.0, 1e-3) for s in range(8)]
     state = train.stack_trees(seeds)
     plan = placement.Placement(tuple(four_devices), members=8)
@@ -161,7 +164,7 @@ def test_memory_check_refuses_with_a_clear_message(monkeypatch):
 def test_bytes_per_voxel_matches_the_problem():
     """x float32 (d) + u complex64 (F C): 3-D, F = C = 3 is 84 bytes per voxel."""
     assert memory.bytes_per_voxel(3, 3, 3) == 84
-    prep = prepare(volume(), Config(**SMALL))
+    prep = prepare_one(volume(), Config(**SMALL))
     assert prep.problem.x.nbytes + prep.problem.u.nbytes == 210 * memory.bytes_per_voxel(3, 1, 1)
 
 
@@ -192,10 +195,10 @@ def test_large_batches_and_volumes_get_cublas_gemms_on_a_gpu_only(monkeypatch):
     docs/performance.md); on the CPU a block gets no XLA options at all."""
     from helmholtz_pinn.config import Config
     from helmholtz_pinn.fit import placement
-    from helmholtz_pinn.pinn import compile_options, train
+    from helmholtz_pinn.pinn import compile_options
 
     def spec(batch):
-        return train.Spec.of(Config(batch_size=batch), 2, 1, 1)
+        return program(Config(batch_size=batch), 2, 1, 1)
 
     points = compile_options.CUBLAS_MIN_POINTS
     big, small = spec(points), spec(points - 1)
@@ -203,5 +206,5 @@ def test_large_batches_and_volumes_get_cublas_gemms_on_a_gpu_only(monkeypatch):
     monkeypatch.setattr(compile_options.jax, "default_backend", lambda: "gpu")
     assert placement.compiler_options(big) == {"xla_gpu_enable_triton_gemm": False}
     assert placement.compiler_options(small) == {}
-    volume = train.Spec.of(Config(batch_size=64), 3, 1, 3)  # every 3-D block: cuBLAS
+    volume = program(Config(batch_size=64), 3, 1, 3)  # every 3-D block: cuBLAS
     assert placement.compiler_options(volume) == {"xla_gpu_enable_triton_gemm": False}

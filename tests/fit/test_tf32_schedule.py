@@ -10,27 +10,45 @@ from settings import SMALL, plane_wave_dataset
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import inversion, placement
-from helmholtz_pinn.pinn import model, problem, train
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.fit import plan as run_plan
+from helmholtz_pinn.fit.plan import prepare_one
+from helmholtz_pinn.pinn import model, train
 
 
 def test_the_default_is_every_adam_step_before_a_phase_and_none_without_one():
     before_phase = Config(steps=5000, lbfgs_steps=4000)
     adam_only = Config(steps=10000, lbfgs_steps=0)
     given = adam_only.replace(tf32_steps=300)
+    assert run_plan.tf32_steps(before_phase, 5000, 4000, True, True) == 5000
+    assert run_plan.tf32_steps(adam_only, 10000, 0, True, True) == 0
+    assert run_plan.tf32_steps(given, 10000, 0, True, True) == 300
+    assert run_plan.tf32_steps(given, 10000, 0, True, False) == 0  # float32 on a CPU anyway
+    phase = before_phase.replace(tf32_steps=300)  # asked, but the phase cannot run
+    assert run_plan.tf32_steps(phase, 5000, 4000, False, True) == 0
+    data, cfg = [plane_wave_dataset()], Config(**{**SMALL, "lbfgs_steps": 3, "steps": 12})
     with jax.default_matmul_precision(None):  # conftest sets "highest" for the whole suite
-        assert problem.tf32_plan(before_phase, gpu=True).tf32_steps == 5000
-        assert problem.tf32_plan(adam_only, gpu=True).tf32_steps == 0
-        assert problem.tf32_plan(given, gpu=True).tf32_steps == 300
-        assert problem.tf32_plan(given, gpu=False).tf32_steps == 0  # float32 on a CPU anyway
+        on_gpu = run_plan.plan(data, cfg, devices=1, backend="gpu")
+        assert on_gpu.tf32_steps == on_gpu.steps == 15  # whole blocks of 5
+        assert run_plan.plan(data, cfg, devices=1, backend="cpu").tf32_steps == 0
     with jax.default_matmul_precision("float32"):  # the user's precision rules every program
-        assert problem.tf32_plan(given, gpu=True).tf32_steps == 0
+        assert run_plan.plan(data, cfg, devices=1, backend="gpu").tf32_steps == 0
     with pytest.raises(ConfigError, match="tf32_steps must be an integer >= 0 steps"):
         Config(tf32_steps=-1)
 
 
+def _tf32_on_a_cpu(monkeypatch):
+    """The plan's TF32 rule as on a GPU without a user precision (on a CPU both programs
+    compute float32)."""
+    rule = run_plan.tf32_steps
+    monkeypatch.setattr(
+        run_plan,
+        "tf32_steps",
+        lambda cfg, steps, lbfgs, runs, _: rule(cfg, steps, lbfgs, runs, True),
+    )
+
+
 def test_blocks_before_the_switch_are_tf32_programs_and_after_it_float32():
-    prep = prepare(plane_wave_dataset(), Config(**SMALL))
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL))
     block = placement.Scheduled(jax.jit(train.block_fn(prep.spec, 5)), tf32_steps=10)
     state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
 
@@ -48,7 +66,7 @@ def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
     """On a CPU both programs compute float32, so a scheduled fit must equal an unscheduled
     one exactly: the switch neither skips nor repeats a step. The blocks' precisions are
     recorded as they run."""
-    monkeypatch.setattr(problem, "tf32_plan", lambda cfg, gpu: cfg)  # force it on a CPU
+    _tf32_on_a_cpu(monkeypatch)
     ran = []
     original = placement.Scheduled._precision
 
@@ -71,7 +89,7 @@ def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
 def test_no_tf32_steps_where_the_float32_phase_does_not_run(monkeypatch, four_devices):
     """The L-BFGS phase runs on one device only: on several, TF32 Adam steps would end
     the fit, so the schedule is off there."""
-    monkeypatch.setattr(problem, "tf32_plan", lambda cfg, gpu: cfg)
+    _tf32_on_a_cpu(monkeypatch)
     ran = []
     monkeypatch.setattr(placement.Scheduled, "__call__", lambda self, *a: ran.append(1))
     cfg = Config(**{**SMALL, "tf32_steps": 5, "lbfgs_steps": 3})

@@ -15,10 +15,10 @@ import pytest
 from helmholtz_pinn import laws
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, InputError
+from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.forward import clinical
 from helmholtz_pinn.laws import springpot, springpot_dashpot
 from helmholtz_pinn.laws._channels import ETA_SCALE, SOFTPLUS_ONE
-from helmholtz_pinn.pinn.train import Spec
 
 RATIO = np.array([0.5, 0.75, 1.0])  # omega_f / omega_max
 F_MAX, MU_REF = 80.0, 3000.0  # Hz, Pa
@@ -177,9 +177,9 @@ def maxwell():
 
 def test_a_law_defined_elsewhere_reaches_config_spec_and_simulator(maxwell):
     cfg = Config(mu_model="maxwell")
-    assert Spec.of(cfg, 2, 3, 1).mu_outputs == 2
+    assert program(cfg, 2, 3, 1).mu_outputs == 2
     with pytest.raises(ConfigError, match="'maxwell' has 2 parameters .* needs 2 or more"):
-        Spec.of(cfg, 2, 1, 1)
+        program(cfg, 2, 1, 1)
     # the simulator's modulus: a Maxwell target in a clinical-like case
     law, f = Maxwell(4e3, 2.0), 60.0
     omega = 2 * math.pi * f

@@ -7,6 +7,7 @@ import pytest
 from settings import SMALL
 
 from helmholtz_pinn.config import Config
+from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.pinn import dispersion, forms, train
 
 K = np.array([7.0, 11.0])  # wavenumbers (nondimensional) per frequency
@@ -30,7 +31,7 @@ def test_frequency_scale_is_the_modulus_the_wave_asks_for(monkeypatch, rng):
     monkeypatch.setattr(dispersion.train, "evaluate_fields", _fields)
     monkeypatch.setattr(dispersion, "CHUNK", 64)
     dispersion._sums.cache_clear()
-    spec = train.Spec.of(Config(**{**SMALL, "pde": "helmholtz"}), 2, 2, 1)
+    spec = program(Config(**{**SMALL, "pde": "helmholtz"}), 2, 2, 1)
     x = rng.uniform(size=(300, 2)).astype(np.float32)
     problem = train.Problem(
         x=np.concatenate([x, np.full((20, 2), 9.0, np.float32)]),  # 20 padding rows

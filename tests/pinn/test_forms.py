@@ -11,6 +11,7 @@ from settings import SMALL
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import forms
 
@@ -181,7 +182,7 @@ def test_the_pressure_comes_from_the_configured_network_with_its_gradient(where)
     from helmholtz_pinn.pinn.model import VALUE, apply_jet
 
     n_freq, n_comp = 2, 3
-    spec = train.Spec.of(Config(**SMALL, aux_network=where), 2, n_freq, n_comp)
+    spec = program(Config(**SMALL, aux_network=where), 2, n_freq, n_comp)
     n_u, n_mu = 2 * n_freq * n_comp, laws.get("voigt").channels(n_freq)
     assert (spec.u_outputs, spec.mu_outputs) == (
         (n_u, n_mu + 2 * n_freq) if where == "mu" else (n_u + 2 * n_freq, n_mu)

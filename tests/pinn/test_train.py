@@ -11,8 +11,11 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DivergenceError, InputError
 from helmholtz_pinn.fit import host_loop, inversion, placement
+from helmholtz_pinn.fit import plan as run_plan
+from helmholtz_pinn.fit.plan import prepare_one, program
+from helmholtz_pinn.fit.results import kept_members
 from helmholtz_pinn.pinn import train
-from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.pinn.predict import predict
 
 
 def init(prep, seed=0, lr=1e-3):
@@ -25,12 +28,12 @@ def one_device(prep, members=0, shared=False):
 
 @pytest.fixture(scope="module")
 def prepared():
-    return prepare(plane_wave_dataset(), Config(**SMALL))
+    return prepare_one(plane_wave_dataset(), Config(**SMALL))
 
 
 @pytest.mark.parametrize("pde", ["helmholtz", "hetero"])
 def test_scan_block_equals_single_steps(pde):
-    prep = prepare(plane_wave_dataset(), Config(**SMALL, pde=pde))
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL, pde=pde))
     state0 = init(prep)
     blocked, losses = placement.compile_block(prep.spec, 5, one_device(prep))(state0, prep.problem)
     step = jax.jit(train.train_step, static_argnums=2)
@@ -52,18 +55,18 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
     step count and learning rate reuses it (same object, no new cache entry)."""
     ds = plane_wave_dataset()
     inversion.invert(ds, Config(**SMALL), progress=False)
-    prep = prepare(ds, Config(**SMALL))
+    prep = prepare_one(ds, Config(**SMALL))
     block = placement.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
     size = block._cache_size()
     assert size >= 1  # compiled by the first fit
     other = Config(**{**SMALL, "seed": 3, "steps": 15, "learning_rate": 5e-4})
     inversion.invert(ds, other, progress=False)
     again = placement.compile_block(
-        prepare(ds, other).spec, SMALL["sync_interval"], one_device(prep)
+        prepare_one(ds, other).spec, SMALL["sync_interval"], one_device(prep)
     )
     assert again is block and block._cache_size() == size
     # a change of the program (network width) is a new entry: the test can fail
-    wider = prepare(ds, Config(**{**SMALL, "width": 24})).spec
+    wider = prepare_one(ds, Config(**{**SMALL, "width": 24})).spec
     assert placement.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
 
 
@@ -114,10 +117,18 @@ def _poisoned(prepared, bad_calls):
     return poisoned, calls
 
 
+def _plan(cfg):
+    """The plan of a plane-wave fit with ``cfg`` on one device (the host loop reads its
+    Adam steps and its request's schedule)."""
+    return run_plan.plan([plane_wave_dataset()], cfg, devices=1)
+
+
 def test_divergence_rolls_back_and_lowers_the_rate(prepared):
     cfg = Config(**SMALL)
     block, calls = _poisoned(prepared, bad_calls=1)
-    state, history = host_loop.run(init(prepared), prepared.problem, block, cfg, progress=False)
+    state, history = host_loop.run(
+        init(prepared), prepared.problem, block, _plan(cfg), progress=False
+    )
     assert int(state.step) == cfg.steps and len(history) == cfg.steps // cfg.sync_interval
     assert calls["lr"][:2] == pytest.approx([cfg.learning_rate, cfg.learning_rate / 2])
     assert history[-1]["retries"] == 1
@@ -126,7 +137,9 @@ def test_divergence_rolls_back_and_lowers_the_rate(prepared):
 def test_persistent_divergence_raises(prepared):
     block, _ = _poisoned(prepared, bad_calls=100)
     with pytest.raises(DivergenceError, match="diverged at step 0"):
-        host_loop.run(init(prepared), prepared.problem, block, Config(**SMALL), progress=False)
+        host_loop.run(
+            init(prepared), prepared.problem, block, _plan(Config(**SMALL)), progress=False
+        )
 
 
 def test_callback_stops_early(prepared):
@@ -138,7 +151,12 @@ def test_callback_stops_early(prepared):
 
     block = placement.compile_block(prepared.spec, 5, one_device(prepared))
     state, history = host_loop.run(
-        init(prepared), prepared.problem, block, Config(**SMALL), callback=stop, progress=False
+        init(prepared),
+        prepared.problem,
+        block,
+        _plan(Config(**SMALL)),
+        callback=stop,
+        progress=False,
     )
     assert seen == [5] and len(history) == 1 and int(state.step) == 5
 
@@ -165,7 +183,7 @@ def test_ensemble_members_identical_seeds_agree_and_distinct_seeds_spread(prepar
         train.stack_trees([s0, s0]),
         prepared.problem,
         block,
-        Config(**SMALL),
+        _plan(Config(**SMALL)),
         members=2,
         progress=False,
     )
@@ -184,10 +202,10 @@ def test_kept_members_are_those_within_the_factor_of_the_lowest_final_loss():
     (3.3-3.4x the lowest final loss) are dropped at the default factor 2, none at inf;
     non-finite losses are dropped unless every loss is."""
     losses = [0.00246, 0.00473, 0.00161, 0.00140, 0.00250, 0.00190, 0.00460, 0.00170]
-    assert inversion.kept_members(losses, Config().ensemble_keep) == [0, 2, 3, 4, 5, 7]
-    assert inversion.kept_members(losses, float("inf")) == list(range(8))
-    assert inversion.kept_members([1.0, np.nan, 1.5], 2.0) == [0, 2]
-    assert inversion.kept_members([np.nan, np.nan], 2.0) == [0, 1]
+    assert kept_members(losses, Config().ensemble_keep) == [0, 2, 3, 4, 5, 7]
+    assert kept_members(losses, float("inf")) == list(range(8))
+    assert kept_members([1.0, np.nan, 1.5], 2.0) == [0, 2]
+    assert kept_members([np.nan, np.nan], 2.0) == [0, 1]
     with pytest.raises(ConfigError, match="ensemble_keep must be >= 1"):
         Config(ensemble_keep=0.5)
 
@@ -236,12 +254,12 @@ def test_the_through_plane_fourier_ratio_scales_only_the_third_axis_of_3d_networ
     )
     sizes = [
         (s.width, s.n_features, s.mu_width, s.mu_depth, s.batch_size, s.aux_network)
-        for s in (train.Spec.of(default, 2, 1, 3), train.Spec.of(default, 3, 1, 3))
+        for s in (program(default, 2, 1, 3), program(default, 3, 1, 3))
     ]
     assert sizes == [(256, 128, 64, 2, 2048, "mu"), (512, 256, 128, 3, 2048, "u")]
-    assert train.Spec.of(default.replace(aux_network="mu"), 3, 1, 3).aux_network == "mu"
+    assert program(default.replace(aux_network="mu"), 3, 1, 3).aux_network == "mu"
     cfg = Config(**SMALL)
-    spec3, spec2 = train.Spec.of(cfg, 3, 1, 3), train.Spec.of(cfg, 2, 1, 3)
+    spec3, spec2 = program(cfg, 3, 1, 3), program(cfg, 2, 1, 3)
     assert (spec3.width, spec3.n_features, spec3.batch_size) == (16, 8, 64)
     iso = train.init_state(spec3, 0, 2.0, 1.0, 1e-3)
     aniso = train.init_state(spec3, 0, 2.0, 1.0, 1e-3, ratio_z=0.25)
@@ -278,17 +296,19 @@ def test_a_3d_fit_initialises_with_the_configured_through_plane_ratio(monkeypatc
 
 
 def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program():
-    """train.predict splits a grid into equal pieces (the last padded): 10 points in
-    pieces of at most 4 (3 pieces of 4, two rows padded) give the values of one piece of
-    10 to float32 rounding, through one compiled program of 4 points."""
-    spec = train.Spec.of(Config(**SMALL), 2, 1, 3)
+    """predict splits a grid into equal pieces (the last padded): 10 points in pieces of
+    at most 4 (3 pieces of 4, two rows padded) give the values of one piece of 10 to
+    float32 rounding, through one compiled program of 4 points."""
+    from helmholtz_pinn.pinn import predict as on_grid
+
+    spec = program(Config(**SMALL), 2, 1, 3)
     state = train.init_state(spec, 0, 2.0, 1.0, 1e-3)
     x = np.random.default_rng(0).uniform(-1, 1, (10, 2)).astype(np.float32)
     omega_ratio = np.ones(1, np.float32)
-    train._predict_fn.cache_clear()
-    u4, mu4 = train.predict(state, spec, x, omega_ratio, chunk=4)
-    assert train._predict_fn.cache_info().currsize == 1
-    u10, mu10 = train.predict(state, spec, x, omega_ratio)
+    on_grid._predict_fn.cache_clear()
+    u4, mu4 = predict(state, spec, x, omega_ratio, chunk=4)
+    assert on_grid._predict_fn.cache_info().currsize == 1
+    u10, mu10 = predict(state, spec, x, omega_ratio)
     assert u4.shape == u10.shape == (10, 1, 3) and mu4.shape == mu10.shape == (10, 1)
     np.testing.assert_allclose(u4, u10, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(mu4, mu10, rtol=1e-5, atol=1e-6)
@@ -297,7 +317,7 @@ def test_prediction_in_padded_pieces_equals_one_piece_and_compiles_one_program()
 def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
     """The PDE loss with a margin is the PDE loss over the interior rows alone; the data
     loss still covers every row (16 x 16 plane waves, margin 3: 10 x 10 interior)."""
-    prep = prepare(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL, pde_margin=3))
     problem, (params, consts) = prep.problem, init(prep)[:2]
     inner = np.asarray(problem.pde) > 0
     assert inner.sum() == 100 and problem.pde.shape == (256,)
@@ -316,19 +336,20 @@ def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
 
 
 def test_the_pde_margin_default_is_a_sixth_of_the_wavelength_for_3d_navier_fits_only():
+    from helmholtz_pinn.fit.plan import pde_margin
     from helmholtz_pinn.io.dataset import Dataset
-    from helmholtz_pinn.pinn.problem import pde_margin, pde_rows
+    from helmholtz_pinn.pinn.problem import pde_rows
 
     def volume(h):  # 100 Hz, mu_ref 3.2 kPa: lambda_min = sqrt(3.2) / 100 m = 17.9 mm
         return Dataset(np.ones((1, 3, 4, 4, 4), complex), np.array([100.0]), np.full(3, h))
 
     cfg = Config(mu_ref=3200.0)
-    assert pde_margin(volume(1e-3), cfg, "navier") == 3  # 17.9 / 6 = 2.98 voxels
-    assert pde_margin(volume(2e-3), cfg, "navier") == 1  # 1.49 voxels
-    assert pde_margin(volume(5e-3), cfg, "navier") == 1  # at least one voxel
-    assert pde_margin(volume(1e-3), cfg, "hetero") == 0
-    assert pde_margin(plane_wave_dataset(), cfg, "navier") == 0  # 2-D
-    assert pde_margin(plane_wave_dataset(), cfg.replace(pde_margin=1), "hetero") == 1
+    assert pde_margin(volume(1e-3), cfg, "navier", cfg.mu_ref) == 3  # 17.9 / 6 = 2.98 voxels
+    assert pde_margin(volume(2e-3), cfg, "navier", cfg.mu_ref) == 1  # 1.49 voxels
+    assert pde_margin(volume(5e-3), cfg, "navier", cfg.mu_ref) == 1  # at least one voxel
+    assert pde_margin(volume(1e-3), cfg, "hetero", cfg.mu_ref) == 0
+    assert pde_margin(plane_wave_dataset(), cfg, "navier", cfg.mu_ref) == 0  # 2-D
+    assert pde_margin(plane_wave_dataset(), cfg.replace(pde_margin=1), "hetero", cfg.mu_ref) == 1
     with pytest.raises(ConfigError, match="pde_margin"):
         Config(pde_margin=-1)
     mask = np.ones((8, 9, 4), bool)

@@ -13,10 +13,10 @@ from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit import inversion, memory, placement
+from helmholtz_pinn.fit.plan import prepare_one, program
 from helmholtz_pinn.pinn import dispersion, forms, train
 from helmholtz_pinn.pinn.forms import weak
 from helmholtz_pinn.pinn.model import GRAD, VALUE, jet_rows
-from helmholtz_pinn.pinn.problem import prepare
 
 KAPPA = np.array([400.0, 900.0])  # rho omega^2 L^2 / mu_ref per frequency
 MU = 1.3 + 0.2j  # mu' (nondimensional), homogeneous and viscoelastic
@@ -181,12 +181,9 @@ def test_the_form_reads_grad_u_and_mu_only_at_the_points_of_its_patches():
     points per voxel (17 in 2-D: 4 x 4 and the centre; 27 in 3-D); patch_points puts the
     centre first and evaluate_fields on patches equals it on the flattened points. A
     pointwise form's points are the batch itself."""
-    spec = train.Spec.of(Config(**SMALL, pde="weak"), 2, 1, 3)
+    spec = program(Config(**SMALL, pde="weak"), 2, 1, 3)
     assert (spec.u_order, spec.mu_order, spec.aux_channels) == (GRAD, VALUE, 0)
-    assert (
-        spec.patch_size == 17
-        and train.Spec.of(Config(**SMALL, pde="weak"), 3, 1, 3).patch_size == 27
-    )
+    assert spec.patch_size == 17 and program(Config(**SMALL, pde="weak"), 3, 1, 3).patch_size == 27
     x = jnp.asarray(np.random.default_rng(3).uniform(size=(6, 2)), jnp.float32)
     kappa = jnp.asarray(KAPPA, jnp.float32)
     points = train.patch_points(spec, x, kappa)
@@ -203,12 +200,12 @@ def test_the_form_reads_grad_u_and_mu_only_at_the_points_of_its_patches():
     assert f.u.shape == (6, 17, 1, 3) and f.grad_u.shape == (2, 6, 17, 1, 3)
     assert f.mu.shape == (6, 17, 1) and f.lap_u is None and f.aux is None
     np.testing.assert_array_equal(f.grad_u, flat.grad_u.reshape(2, 6, 17, 1, 3))
-    hetero = train.Spec.of(Config(**SMALL, pde="hetero"), 2, 1, 1)
+    hetero = program(Config(**SMALL, pde="hetero"), 2, 1, 1)
     assert train.patch_points(hetero, x, kappa) is x and hetero.patch_size == 1
 
 
 def test_member_bytes_counts_every_point_of_a_patch():
-    spec = train.Spec.of(Config(**SMALL, pde="weak"), 2, 1, 3)
+    spec = program(Config(**SMALL, pde="weak"), 2, 1, 3)
     rows = 10_000
     more = dataclasses.replace(spec, batch_size=2 * spec.batch_size)
     hidden = spec.width * spec.depth + spec.mu_width * spec.mu_depth
@@ -234,7 +231,7 @@ def test_a_tiny_weak_fit_runs_end_to_end_with_finite_maps():
 
 
 def test_scan_block_equals_single_steps_for_the_weak_form():
-    prep = prepare(_three_components(), Config(**SMALL, pde="weak"))
+    prep = prepare_one(_three_components(), Config(**SMALL, pde="weak"))
     state0 = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
     one = placement.Placement(tuple(jax.devices()[:1]), 0, False)
     blocked, losses = placement.compile_block(prep.spec, 5, one)(state0, prep.problem)
@@ -259,6 +256,6 @@ def test_the_command_line_offers_the_weak_form():
 
 
 def test_the_law_check_reads_the_patches():
-    prep = prepare(_three_components((60.0, 90.0)), Config(**SMALL, pde="weak"))
+    prep = prepare_one(_three_components((60.0, 90.0)), Config(**SMALL, pde="weak"))
     state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
     assert np.all(np.isfinite(dispersion.frequency_scale(state, prep.spec, prep.problem)))

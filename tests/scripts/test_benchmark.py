@@ -21,6 +21,7 @@ from settings import SMALL
 from helmholtz_pinn import laws
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit.compile_cache import enable_compilation_cache
+from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.pinn import model, scaling, train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def fields(params, consts, spec, x, omega_ratio):
 def test_layouts_equal_the_reference_fields_and_gradients(layout, pde, n_freq, n_comp):
     settings = {**SMALL, "mu_width": 16, "mu_depth": 2, "pde": pde, "mu_model": "per-frequency"}
     cfg = Config(**settings)
-    spec = train.Spec.of(cfg, 2, n_freq, n_comp)
+    spec = program(cfg, 2, n_freq, n_comp)
     state = train.init_state(spec, 0, 2.0, 1.0, 1e-3)
     assert model.can_stack(
         state.params["u"], state.consts["u"], state.params["mu"], state.consts["mu"]

@@ -108,7 +108,7 @@ class Form:
       spread_max: the largest law spread of a fit that describes the data, a fraction
         (the ``law_consistency`` fit check's limit).
       lbfgs_default: an L-BFGS phase ends a fit by default (``Config.lbfgs_steps`` None,
-        :func:`helmholtz_pinn.pinn.problem.lbfgs_plan`).
+        :func:`helmholtz_pinn.fit.plan.lbfgs_steps`).
     """
 
     name: str

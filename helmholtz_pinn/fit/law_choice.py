@@ -1,0 +1,123 @@
+"""``mu_model="auto"``: which viscoelastic law a run keeps.
+
+Both laws of :data:`helmholtz_pinn.assess.laws.ORDER` are fitted (one frequency needs no
+law: per-frequency), judged by the spread of their per-frequency factors
+(:func:`helmholtz_pinn.assess.laws.chosen`), and the kept fit's L-BFGS phase goes on to
+its plan's full length; the Result records the choice as its ``law`` fact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from helmholtz_pinn.assess import laws
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.fit import chunks
+from helmholtz_pinn.fit.results import member_law_facts, results
+from helmholtz_pinn.fit.training import Trained, train
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.report.result import Result
+
+
+def auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | list[Result]:
+    """``mu_model="auto"``: one frequency is fitted per-frequency (no law to choose);
+    otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
+    (the worst over a batch), and :func:`laws.choice` keeps one and says whether the
+    spreads separated the laws (``determined``; if not, ``map_difference``, how far the
+    two laws' G' maps differ). A checkpoint folder gets
+    one subfolder per law; the warnings of the fit not kept are dropped. Every Result's
+    ``law`` fact records the choice and the spread of each law tried.
+
+    The two fits' L-BFGS phases, where the phase applies, have
+    :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
+    choice was measured); the kept fit's phase then continues to the plan's
+    ``lbfgs_continued_to`` (:data:`helmholtz_pinn.fit.plan.LBFGS_STEPS`,
+    :func:`_continued`), so the map is a named law's. An ``lbfgs_steps`` given in ``cfg`` is
+    every fit's phase, not continued."""
+    first = data if isinstance(data, Dataset) else next(iter(data), None)
+    if isinstance(first, Dataset) and first.n_freq == 1:
+        record = {"mu_model": laws.ONE_FREQUENCY, "chosen_by": "one frequency: no law to choose"}
+        return _with_law(results(train(data, cfg, **run, **ckpt, **more)), record)
+    tried = {}
+    trained, caught = {}, {}
+    t0 = time.perf_counter()
+    for law in laws.ORDER:
+        folder = ckpt["checkpoint_dir"]
+        where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
+        if tried and where["resume"] == "strict":  # the run continued began with the first law
+            where["resume"] = True
+        if tried and run["progress"]:
+            print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
+        n = len(tried) + 1  # each bar says which of the fits it is
+        label = f"auto: {law}, law {n} of {len(laws.ORDER)}" if run["progress"] else False
+        with warnings.catch_warnings(record=True) as caught[law]:
+            warnings.simplefilter("always")
+            trained[law] = train(data, cfg, law=law, **dict(run, progress=label), **where, **more)
+        tried[law] = _law_spread(trained[law])
+    decision = laws.choice(tried)
+    law = decision.kept
+    for w in caught[law]:  # the kept fit's warnings, as they came
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    difference = _map_difference(trained)  # before the kept fit goes on
+    kept = trained[law] if cfg.lbfgs_steps is not None else _continued(trained[law], run)
+    kept.fitted.facts["laws_tried"] = list(tried)  # fit_quality's advice names the others
+    seconds = time.perf_counter() - t0
+    record = {
+        "mu_model": law,
+        "chosen_by": decision.rule,
+        "determined": decision.determined,
+        "tried": tried,
+        "wall_time_s": round(seconds, 2),
+        "line": laws.describe(law, tried, seconds, difference),
+    }
+    if difference is not None:
+        record["map_difference"] = round(difference, 4)
+    return _with_law(results(kept), record)
+
+
+def _map_difference(trained: dict[str, Trained]) -> float | None:
+    """The median relative difference of the laws' G' maps
+    (:func:`helmholtz_pinn.assess.laws.map_difference`, the mean over ensemble seeds) of one
+    fit each (not a batch or the slices of a volume); None otherwise."""
+    fits = list(trained.values())
+    if len(fits) != 2 or any(t.plan.stacked for t in fits):
+        return None
+    (a, *_), (b, *_) = (t.fitted.maps[0] for t in fits)
+    return laws.map_difference(a.mean(axis=0), b.mean(axis=0), fits[0].datasets[0].mask)
+
+
+def _law_spread(t: Trained) -> float | None:
+    """The ``law_spread`` of trained members (:func:`member_law_facts`): the worst over a
+    batch."""
+    return laws.worst([f.get("law_spread") for f in member_law_facts(t)])
+
+
+def _continued(t: Trained, run: dict) -> Trained:
+    """``t`` with its L-BFGS phase continued from its plan's ``lbfgs_steps``
+    (:data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS`) to ``lbfgs_continued_to``
+    (:data:`helmholtz_pinn.fit.plan.LBFGS_STEPS`) iterations in whole rounds of its compiled
+    program (:func:`chunks.continue_lbfgs`), when the phase ran on one fit (not a batch or
+    the slices of a volume) and lowered its loss; else ``t`` as it is."""
+    if t.plan.stacked or t.fitted.lbfgs is None or not t.fitted.facts["lbfgs"]["kept"]:
+        return t  # no phase, or one that did not lower the loss: more of it would not either
+    t0, n = time.perf_counter(), t.plan.lbfgs_steps
+    rounds = (t.plan.lbfgs_continued_to - n) // n
+    if run["progress"]:
+        print(
+            f"law: {t.plan.mu_model} kept; its L-BFGS phase goes on for {rounds * n} iterations",
+            file=sys.stderr,
+        )
+    fitted = chunks.continue_lbfgs(t.fitted, t.datasets[0], rounds)
+    seconds = t.seconds + time.perf_counter() - t0
+    return dataclasses.replace(t, fitted=fitted, seconds=seconds)
+
+
+def _with_law(results: Result | list[Result], record: dict) -> Result | list[Result]:
+    """``results`` with the auto law's ``record`` as the ``law`` fact of each."""
+    for r in results if isinstance(results, list) else [results]:
+        r.metrics["law"] = dict(record)
+    return results

@@ -1,0 +1,471 @@
+"""A run's plan: the user's :class:`~helmholtz_pinn.config.Config` resolved against the
+data and the devices, once, into a frozen :class:`Plan` with no undecided field.
+
+``Config`` is what the user asked for (None: "decide for me"); :func:`plan` decides every
+such field with one rule function per field below (the network sizes and the batch by
+the data's dimension, the laws to fit, the Adam steps and the L-BFGS phase, the TF32
+steps, mu_ref (Pa), the Fourier scales (cycles per field of view), the PDE margin
+(voxels), the chunks and the placement on the devices). The fit, its checkpoints and
+``metrics.json`` (the ``plan`` record, :meth:`Plan.record`) read the plan; nothing
+downstream changes a setting. A default derived from the data belongs in its field's rule
+function. Why each default is what it is: docs/defaults.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from helmholtz_pinn.assess import laws as law_choice
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.fit import memory, placement
+from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn import forms, problem, train
+from helmholtz_pinn.pinn.problem import Prepared
+
+# The network sizes and the voxels per step when the Config leaves them None, by the
+# data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
+# u-network and frequencies, a 128 x 3 mu-network, and the navier form's pressure on the
+# u-network. Why: docs/defaults.md.
+WIDTH = {2: 256, 3: 512}
+N_FEATURES = {2: 128, 3: 256}
+MU_WIDTH = {2: 64, 3: 128}
+MU_DEPTH = {2: 2, 3: 3}
+BATCH_SIZE = {2: 2048, 3: 2048}
+AUX_NETWORK = {2: "mu", 3: "u"}
+# The u-network's Fourier factor (Config.sigma_factor_u None): 0.5 for one 3-D fit and for
+# 2-D data whose best field's noise fraction is at least NOISY_2D, else 1.0. Why:
+# docs/defaults.md.
+SIGMA_FACTOR_U_3D = 0.5
+SIGMA_FACTOR_U_2D = 1.0
+NOISY_2D = 0.15
+# The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
+# fit of a form whose Form.lbfgs_default is set (navier: the form and the kind of run it
+# was measured on: one dataset, no ensemble)
+# longer than Config.lbfgs_from whose best field has a noise fraction below CLEAN_NOISE;
+# at -20 dB (noise fraction 0.06-0.08) it fitted the noise; and whose mask has at most
+# Config.lbfgs_points voxels, so the phase's sample is the whole field (on a larger
+# volume it cost as much as the Adam phase for 0.1 point of G'). The fits of
+# mu_model="auto" are judged after AUTO_LBFGS_STEPS (with the longer phase both laws'
+# spreads shrank and the choice flipped to the wrong law on weakly damped Voigt tissue);
+# the kept fit's phase then goes on to LBFGS_STEPS. Why: docs/defaults.md.
+LBFGS_STEPS = 4000
+AUTO_LBFGS_STEPS = 1000
+CLEAN_NOISE = 0.02
+# TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase follows
+# (the phase, in float32, ends the fit; the map was unchanged within the run-to-run
+# spread); none in a fit of Adam alone (half its steps in TF32 blurred the smallest target
+# of a noisy organ). Why: docs/defaults.md.
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One law's fit of a run, every setting decided (:func:`plan`).
+
+    Attributes:
+      config: what the user asked for (overrides applied), unchanged.
+      laws: the laws the run fits: the one asked for; with ``mu_model="auto"`` both of
+        :data:`helmholtz_pinn.assess.laws.ORDER` (judged, the kept one's Result), or
+        per-frequency for one frequency (no law to choose).
+      spec: the compiled program's key: the form, this fit's law (``spec.mu_model``),
+        the network sizes and the batch (voxels per step).
+      steps: the Adam steps that run, whole ``sync_interval`` blocks (the request cut
+        at ``lbfgs_from`` before an L-BFGS phase, then rounded up).
+      lbfgs_steps: the L-BFGS phase's iterations (0: none).
+      lbfgs_continued_to: the iterations the kept fit's phase goes on to after a law
+        choice (:data:`LBFGS_STEPS`); ``lbfgs_steps`` when not continued.
+      lbfgs_skipped: why an L-BFGS phase asked for does not run (several devices), else
+        None.
+      tf32_steps: the Adam steps whose matmuls run in TF32 (0: float32 throughout).
+      mu_ref: the reference modulus, Pa, shared by every member.
+      sigma_u, sigma_mu: the networks' Fourier scales, cycles per field of view.
+      sigma_factor_u: the u-network's factor of the automatic Fourier scale.
+      pde_margin: per dataset (member), voxels along the field of view's in-plane
+        edges without a PDE residual.
+      stacked: the members have a leading axis (a batch, a slicewise fit).
+      datasets_per_chunk: datasets trained at once (all of them unless chunked).
+      rows: the voxel rows of every member's problem (the largest mask; padded).
+      placement: where one chunk runs (:class:`helmholtz_pinn.fit.placement.Placement`).
+    """
+
+    config: Config
+    laws: tuple[str, ...]
+    spec: train.Spec
+    steps: int
+    lbfgs_steps: int
+    lbfgs_continued_to: int
+    lbfgs_skipped: str | None
+    tf32_steps: int
+    mu_ref: float
+    sigma_u: float
+    sigma_mu: float
+    sigma_factor_u: float
+    pde_margin: tuple[int, ...]
+    stacked: bool
+    datasets_per_chunk: int
+    rows: int
+    placement: placement.Placement
+
+    @property
+    def mu_model(self) -> str:
+        """This fit's law."""
+        return self.spec.mu_model
+
+    @property
+    def ensemble(self) -> int:
+        return self.config.ensemble
+
+    @property
+    def steps_cut(self) -> int:
+        """The Adam steps asked for, cut at ``lbfgs_from`` before an L-BFGS phase (not
+        yet rounded to whole blocks)."""
+        cfg = self.config
+        return min(cfg.steps, cfg.lbfgs_from) if self.lbfgs_steps else cfg.steps
+
+    @property
+    def runs_lbfgs(self) -> bool:
+        """Whether the L-BFGS phase runs (asked for, on one device)."""
+        return bool(self.lbfgs_steps) and self.lbfgs_skipped is None
+
+    def problem_settings(self, index: int = 0) -> dict:
+        """The keyword arguments of :func:`helmholtz_pinn.pinn.problem.prepare` for
+        dataset ``index`` of the run."""
+        cfg = self.config
+        return dict(
+            spec=self.spec,
+            mu_ref=self.mu_ref,
+            sigma_u=self.sigma_u,
+            sigma_mu=self.sigma_mu,
+            sigma_factor_u=self.sigma_factor_u,
+            pde_margin=self.pde_margin[index],
+            weighting=cfg.weighting,
+            noise_floor=cfg.noise_floor,
+        )
+
+    def settings(self, lbfgs_ran: int | None = None) -> Config:
+        """The settings that ran, as a Config (``Result.config``, ``config.json``, the
+        checkpoints' settings): the request with this fit's law, the Adam steps
+        (:attr:`steps_cut`: the host loop runs them in whole blocks), the L-BFGS
+        iterations (``lbfgs_ran`` where a continued phase ran more) and the TF32 steps
+        filled in."""
+        lbfgs = self.lbfgs_steps if lbfgs_ran is None else lbfgs_ran
+        return self.config.replace(
+            mu_model=self.mu_model,
+            steps=self.steps_cut,
+            lbfgs_steps=lbfgs,
+            tf32_steps=self.tf32_steps,
+        )
+
+    def record(self) -> dict:
+        """The ``plan`` record of ``metrics.json``: what was asked where it was decided
+        or cut, and what runs."""
+        spec = self.spec
+        return {
+            "steps_asked": self.config.steps,
+            "steps": self.steps,
+            "lbfgs_steps_asked": self.config.lbfgs_steps,
+            "lbfgs_steps": self.lbfgs_steps,
+            "lbfgs_continued_to": self.lbfgs_continued_to,
+            "lbfgs_skipped": self.lbfgs_skipped,
+            "tf32_steps_asked": self.config.tf32_steps,
+            "tf32_steps": self.tf32_steps,
+            "laws": list(self.laws),
+            "mu_model": self.mu_model,
+            "pde": spec.pde,
+            "networks": {
+                k: getattr(spec, k)
+                for k in ("width", "depth", "mu_width", "mu_depth", "n_features", "aux_network")
+            },
+            "batch_size": spec.batch_size,
+            "mu_ref_pa": self.mu_ref,
+            "sigma_u": self.sigma_u,
+            "sigma_mu": self.sigma_mu,
+            "sigma_factor_u": self.sigma_factor_u,
+            "pde_margin": sorted(set(self.pde_margin)),
+            "ensemble": self.ensemble,
+            "datasets_per_chunk": self.datasets_per_chunk,
+            "devices": len(self.placement.devices),
+            "parallel": self.placement.mode,
+        }
+
+    def notes(self) -> list[str]:
+        """Run notes on what the plan changed of the request: the Adam steps cut at
+        ``lbfgs_from`` for an L-BFGS phase, rounded up to whole blocks."""
+        cfg, notes, adam = self.config, [], self.steps_cut
+        if adam != cfg.steps:
+            notes.append(
+                f"steps={cfg.steps} asked; {adam} Adam steps ran (lbfgs_from={cfg.lbfgs_from}) "
+                f"and then an L-BFGS phase of {self.lbfgs_steps} iterations"
+                + ("" if self.lbfgs_skipped is None else f" (not run: it {self.lbfgs_skipped})")
+            )
+        if self.steps != adam:
+            notes.append(
+                f"steps={adam} rounded up to {self.steps}: a whole number of "
+                f"sync_interval={cfg.sync_interval} blocks"
+            )
+        return notes
+
+
+def requested(config: Config | None, overrides: dict) -> Config:
+    """The user's request: ``config`` (default :class:`Config`) with ``overrides``
+    applied (an unknown name is a :class:`~helmholtz_pinn.errors.ConfigError`). With
+    :meth:`Plan.settings`, the one place a Config is rewritten."""
+    return (config or Config()).replace(**overrides)
+
+
+def plan(
+    datasets: Sequence[Dataset],
+    cfg: Config,
+    *,
+    law: str | None = None,
+    devices: int | str | None = None,
+    backend: str = "cpu",
+    stacked: bool = False,
+    estimates: Sequence[float | None] | None = None,
+    datasets_per_chunk: int | None = None,
+) -> Plan:
+    """The plan of one law's fit of ``datasets`` (the run's members: one dataset, a
+    batch, or the z-slices of a slicewise fit) with the request ``cfg``.
+
+    ``law``: the law of this fit, one of :func:`laws` (default its first); ``devices``
+    as :func:`helmholtz_pinn.fit.placement.plan` takes it; ``backend`` JAX's default
+    backend ("gpu": TF32 may apply); ``stacked``: members on a leading axis;
+    ``estimates``: the datasets' AHI estimates (Pa) where computed; ``datasets_per_chunk``:
+    a resumed run's chunk size (else from the memory).
+    """
+    first = datasets[0]
+    tried = laws(cfg, first.n_freq)
+    spec = program(cfg, first.ndim, first.n_freq, first.n_comp, law or tried[0])
+    lbfgs = lbfgs_steps(datasets, cfg, spec.pde, judged=len(tried) > 1)
+    steps = adam_steps(cfg, lbfgs)
+    mu_ref = reference_modulus(datasets, cfg, estimates)
+    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
+    margins = tuple(pde_margin(d, cfg, spec.pde, mu_ref) for d in datasets)
+    size, rows, where = layout(datasets, cfg, spec, stacked, devices, datasets_per_chunk)
+    skipped = None
+    if lbfgs and len(where.devices) > 1:
+        skipped = f"runs on one device; this fit used {len(where.devices)}"
+    tf32_applies = backend == "gpu" and jax.config.jax_default_matmul_precision is None
+    tf32 = tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies)
+    continued = LBFGS_STEPS if len(tried) > 1 and cfg.lbfgs_steps is None and lbfgs else lbfgs
+    return Plan(
+        cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
+        factor, margins, stacked, size, rows, where,
+    )  # fmt: skip
+
+
+# --- one rule per resolved field ---------------------------------------------------
+
+
+def laws(cfg: Config, n_freq: int) -> tuple[str, ...]:
+    """The laws a run fits: ``mu_model`` as asked; "auto" both laws of
+    :data:`helmholtz_pinn.assess.laws.ORDER`, or per-frequency for one frequency (no law
+    to choose)."""
+    if cfg.mu_model != "auto":
+        return (cfg.mu_model,)
+    return ("per-frequency",) if n_freq == 1 else tuple(law_choice.ORDER)
+
+
+def program(
+    cfg: Config, ndim: int, n_freq: int, n_comp: int, mu_model: str | None = None
+) -> train.Spec:
+    """The compiled program's key (:class:`helmholtz_pinn.pinn.train.Spec`) of ``cfg``
+    for data of these shapes and the law ``mu_model`` (None: ``cfg``'s, "auto" at one
+    frequency per-frequency, :func:`laws`; "auto" at several is a ConfigError: the law is
+    chosen by fitting): the form resolved for the data
+    (:func:`helmholtz_pinn.pinn.forms.resolve`), the network sizes, the auxiliary
+    network and the batch from the tables above by ``ndim`` where ``cfg`` leaves them
+    None."""
+    if mu_model is None:
+        mu_model = laws(cfg, n_freq)[0] if n_freq == 1 else cfg.mu_model
+    sized = {
+        "width": WIDTH,
+        "n_features": N_FEATURES,
+        "mu_width": MU_WIDTH,
+        "mu_depth": MU_DEPTH,
+        "batch_size": BATCH_SIZE,
+        "aux_network": AUX_NETWORK,
+    }
+    return train.Spec(
+        ndim,
+        n_freq,
+        n_comp,
+        depth=cfg.depth,
+        activation=cfg.activation,
+        pde=forms.resolve(cfg.pde, n_comp),
+        mu_model=mu_model,
+        pde_weight=cfg.pde_weight,
+        pde_warmup=cfg.pde_warmup,
+        **{k: getattr(cfg, k) or table[ndim] for k, table in sized.items()},
+    )
+
+
+def lbfgs_steps(datasets: Sequence[Dataset], cfg: Config, pde: str, *, judged: bool) -> int:
+    """The L-BFGS phase's iterations: ``lbfgs_steps`` as asked; None: :data:`LBFGS_STEPS`
+    (:data:`AUTO_LBFGS_STEPS` for the fits of a law choice, ``judged``) for one fit of a
+    form with ``lbfgs_default`` (navier; one dataset, no ensemble) longer than
+    ``lbfgs_from`` whose mask has at most ``lbfgs_points`` voxels and whose best field's
+    noise fraction is below :data:`CLEAN_NOISE`, else 0."""
+    if cfg.lbfgs_steps is not None:
+        return cfg.lbfgs_steps
+    one = len(datasets) == 1 and cfg.ensemble == 1
+    form = one and forms.get(pde).lbfgs_default
+    long = form and cfg.steps > cfg.lbfgs_from
+    whole = long and int(np.count_nonzero(datasets[0].mask)) <= cfg.lbfgs_points
+    clean = whole and problem.best_noise(datasets[0]) < CLEAN_NOISE
+    return (AUTO_LBFGS_STEPS if judged else LBFGS_STEPS) if clean else 0
+
+
+def adam_steps(cfg: Config, lbfgs: int) -> int:
+    """The Adam steps that run: ``steps``, cut at ``lbfgs_from`` when an L-BFGS phase
+    follows (``lbfgs`` > 0), rounded up to whole ``sync_interval`` blocks (the host loop
+    runs blocks)."""
+    steps = min(cfg.steps, cfg.lbfgs_from) if lbfgs else cfg.steps
+    return math.ceil(steps / cfg.sync_interval) * cfg.sync_interval
+
+
+def tf32_steps(cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool) -> int:
+    """The Adam steps in TF32: ``tf32_steps`` as asked, None: every Adam step (``steps``)
+    when an L-BFGS phase follows, else 0; 0 where TF32 does not apply (``tf32`` False:
+    not on a GPU, whose CPU matmuls are float32 at any precision, or where the user set
+    ``jax_default_matmul_precision``) and where an asked-for phase cannot run (several
+    devices: nothing in float32 would end the fit)."""
+    if not tf32 or (lbfgs and not lbfgs_runs):
+        return 0
+    if cfg.tf32_steps is None:
+        return steps if lbfgs else 0
+    return cfg.tf32_steps
+
+
+def reference_modulus(
+    datasets: Sequence[Dataset], cfg: Config, estimates: Sequence[float | None] | None = None
+) -> float:
+    """mu_ref in Pa, one for all members: the configured one, else the median of the
+    datasets' estimates (``estimates``, their AHI estimates where computed, else
+    :func:`helmholtz_pinn.pinn.problem.estimate_reference`)."""
+    if cfg.mu_ref is not None:
+        return float(cfg.mu_ref)
+    estimates = [None] * len(datasets) if estimates is None else estimates
+    moduli = [
+        float(e) if e is not None else problem.estimate_reference(d)
+        for d, e in zip(datasets, estimates, strict=True)
+    ]
+    return float(np.median(moduli))
+
+
+def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
+    """The configured ``sigma_factor_u``, else :data:`SIGMA_FACTOR_U_3D` for 3-D data and
+    for 2-D data whose best field's noise fraction ``noise`` is at least :data:`NOISY_2D`
+    (a smoother u-network that does not fit the noise), else :data:`SIGMA_FACTOR_U_2D`."""
+    if cfg.sigma_factor_u is not None:
+        return cfg.sigma_factor_u
+    return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
+
+
+def fourier_scales(
+    datasets: Sequence[Dataset], cfg: Config, mu_ref: float
+) -> tuple[float, float, float]:
+    """(sigma_factor_u, sigma_u, sigma_mu): the scales (cycles per field of view) as
+    configured, else the factor times the largest L / lambda_min over ``datasets`` (so
+    every dataset's shortest wave is representable); the u factor from
+    :func:`sigma_factor_u` with the noisiest dataset's best field."""
+    cycles = max(problem.wave_cycles(d, mu_ref) for d in datasets)
+    ndim, auto = datasets[0].ndim, cfg.sigma_factor_u is None and cfg.sigma_u is None
+    noise = max(problem.best_noise(d) for d in datasets) if auto and ndim == 2 else 0.0
+    factor = sigma_factor_u(cfg, ndim, noise)
+    return factor, cfg.sigma_u or factor * cycles, cfg.sigma_mu or cfg.sigma_factor_mu * cycles
+
+
+def pde_margin(dataset: Dataset, cfg: Config, pde: str, mu_ref: float) -> int:
+    """Voxels along the field of view's in-plane edges without a PDE residual
+    (:func:`helmholtz_pinn.pinn.problem.pde_rows`): the configured ``pde_margin``,
+    else the form's ``pde_margin`` fraction (:class:`helmholtz_pinn.pinn.forms.Form`, by
+    the data's dimension)
+    of :func:`helmholtz_pinn.pinn.problem.shortest_wavelength` (at ``mu_ref``, Pa) in
+    in-plane voxels (their mean size, m), rounded, at least 1. The layer it leaves out
+    scales with the wavelength, not with the voxel."""
+    if cfg.pde_margin is not None:
+        return cfg.pde_margin
+    fraction = forms.get(pde).pde_margin.get(dataset.ndim, 0.0)
+    if not fraction:
+        return 0
+    voxel = float(np.mean(dataset.spacing[:2]))
+    return max(1, round(fraction * problem.shortest_wavelength(dataset, mu_ref) / voxel))
+
+
+CHUNKS_FILE = "chunks.json"
+
+
+def saved_chunk_size(folder: str | Path | None) -> int | None:
+    """The datasets per chunk that a run saved in its checkpoint ``folder``, or None."""
+    saved = None if folder is None else Path(folder) / CHUNKS_FILE
+    if saved is None or not saved.is_file():
+        return None
+    return int(json.loads(saved.read_text())["datasets_per_chunk"])
+
+
+def layout(datasets, cfg: Config, spec: train.Spec, stacked: bool, devices, saved: int | None):
+    """(datasets per chunk, voxel rows per problem, the placement of one chunk): all
+    datasets at once for one fit or an ensemble of one dataset; else ``saved`` (a resume),
+    ``max_members_per_chunk`` or the memory estimate
+    (:func:`helmholtz_pinn.fit.memory.members_per_chunk`). Every chunk is padded to that
+    size and to the largest mask, so one placement holds for all
+    (:func:`helmholtz_pinn.fit.placement.plan`)."""
+    rows = max(voxel_rows(d, spec) for d in datasets) if stacked else voxel_rows(datasets[0], spec)
+    e = cfg.ensemble
+    if not stacked or len(datasets) == 1:
+        size = len(datasets)
+    elif saved is not None:
+        size = saved
+    else:
+        members = cfg.max_members_per_chunk
+        if members is None:
+            n = len(jax.devices()) if devices in (None, "all") else int(devices)
+            count = voxel_rows(datasets[0], spec)
+            members = memory.members_per_chunk(spec, count, n) or len(datasets)
+        size = max(1, min(len(datasets), members // e))
+    members = size * e if stacked else (e if e > 1 else 0)
+    where = placement.plan(
+        devices,
+        rows=rows,
+        per_voxel=memory.bytes_per_voxel(spec.ndim, spec.n_freq, spec.n_comp),
+        batch_size=spec.batch_size,
+        patch_size=spec.patch_size,
+        members=members,
+        shared_problem=members > 0 and not stacked,
+    )
+    return size, rows, where
+
+
+def voxel_rows(dataset: Dataset, spec: train.Spec) -> int:
+    """The voxel rows :func:`helmholtz_pinn.pinn.problem.prepare` gives ``dataset`` (its
+    mask after the form's transform), without preparing it."""
+    form = spec.form
+    return int((dataset if form.transform is None else form.transform(dataset)).mask.sum())
+
+
+def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
+    """``datasets`` as the problems of one run's members (sharing mu_ref and the Fourier
+    scales; the law as :func:`program` resolves it), by the rules above but without a
+    layout (no devices planned): for studies and tests of the problems themselves."""
+    first = datasets[0]
+    spec = program(cfg, first.ndim, first.n_freq, first.n_comp)
+    mu_ref = reference_modulus(datasets, cfg)
+    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
+    shared = dict(spec=spec, mu_ref=mu_ref, sigma_u=sigma_u, sigma_mu=sigma_mu)
+    shared.update(sigma_factor_u=factor, weighting=cfg.weighting, noise_floor=cfg.noise_floor)
+    return [
+        problem.prepare(d, **shared, pde_margin=pde_margin(d, cfg, spec.pde, mu_ref))
+        for d in datasets
+    ]
+
+
+def prepare_one(dataset: Dataset, cfg: Config) -> Prepared:
+    """One dataset's problem (:func:`problems`)."""
+    return problems([dataset], cfg)[0]
