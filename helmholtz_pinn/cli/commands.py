@@ -452,7 +452,7 @@ def cmd_cohort(args) -> int:
     rows = run_cohort(
         args.data,
         args.out,
-        config_from(args).replace(seed=args.seed),
+        config_from(args),  # --seed is a Config field
         shard=args.shard,
         workers=args.workers,
         nifti=args.nifti,
