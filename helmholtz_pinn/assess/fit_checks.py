@@ -42,7 +42,7 @@ QUALITY_CHECKS = (
 # data-space checks; why each is what it is: docs/accuracy.md, "Fits that say they are off".
 QUALITY_LIMITS = dict(
     low=0.02, high=50.0, at_bound=0.5, ahi=2.0, pde=0.3, noise=0.25, fit=2e-3, loss=0.5,
-    seeds=0.1, voxels=10.0, clean=0.02, wave=1.4, through_plane=0.015,
+    seeds=0.1, voxels=10.0, clean=0.02, wave=2.0, through_plane=0.015,
 )  # fmt: skip
 _UNITS = "check the data's spacing (m) and frequency (Hz)"
 
@@ -81,6 +81,7 @@ def fit_quality(
     rho: float = 1000.0,
     wavelength_m: Any = None,
     through_plane_share: float | None = None,
+    components: int | None = None,
     laws_tried: tuple[str, ...] = (),
     checks: tuple[str, ...] = QUALITY_CHECKS,
 ) -> list[FitCheck]:
@@ -113,6 +114,8 @@ def fit_quality(
         :func:`helmholtz_pinn.assess.wavelength.estimate`), for ``wave_modulus``.
       through_plane_share: a 2-D fit of three components: the through-plane component's
         share of the field power (:func:`data_facts`); None otherwise.
+      components: the data's displacement components, for ``resolution`` (one component
+        is a failure region at coarse sampling); None: not known.
       laws_tried: the laws fitted to these data before one was kept (mu_model="auto"):
         law_consistency's advice then names only what was not tried.
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
@@ -145,11 +148,12 @@ def fit_quality(
     - ``resolution``: voxels (mean in-plane size) per shortest shear wavelength of the
       fitted modulus, sqrt(median |mu_f| / rho) / f, the lowest over the frequencies;
       fails below 10 where the data are noisy (best field's noise fraction at least
-      0.02) or the fit is 2-D (coarse sampling meeting noise or a slice: maps 26-36 %
-      off); skipped without ``frequency`` and ``spacing``;
+      0.02), the fit is 2-D or the data have one component (coarse sampling meeting
+      noise, a slice or a single component: maps 17-36 % off); skipped without
+      ``frequency`` and ``spacing``;
     - ``wave_modulus``: median |mu_f| over the mask / rho (f lambda_f)^2, the modulus
       the data's own wavelength implies, the frequency farthest from 1; fails outside
-      [1/1.4, 1.4] (the whole map off, as a map that falls towards 0 where the wave
+      [1/2, 2] (the whole map off, as a map that falls towards 0 where the wave
       has died out); skipped without ``wavelength_m``;
     - ``slice_motion``: ``through_plane_share``; fails above 0.015 (a 2-D slice of motion
       that is truly 3-D: the through-plane derivatives the 2-D fit takes as zero are
@@ -177,7 +181,7 @@ def fit_quality(
             tuple(laws_tried),
         ),
         "resolution": _resolution_check(
-            mu, mask, frequency, spacing, rho, _best_noise(noise_fraction)
+            mu, mask, frequency, spacing, rho, _best_noise(noise_fraction), components
         ),
         "wave_modulus": _wave_check(mu, mask, frequency, rho, wavelength_m),
         "slice_motion": _slice_check(through_plane_share),
@@ -287,7 +291,9 @@ def _median_modulus(mu: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.array([np.median(r[np.isfinite(r)]) if np.isfinite(r).any() else np.nan for r in m])
 
 
-def _resolution_check(mu, mask, frequency, spacing, rho: float, noise: float | None):
+def _resolution_check(
+    mu, mask, frequency, spacing, rho: float, noise: float | None, components: int | None = None
+):
     if frequency is None or spacing is None:
         return "skipped: no frequency and spacing of the data"
     f = np.asarray(frequency, float).reshape(-1)
@@ -302,15 +308,20 @@ def _resolution_check(mu, mask, frequency, spacing, rho: float, noise: float | N
     lim, value = QUALITY_LIMITS, float(np.nanmin(voxels))
     noisy = noise is not None and noise >= lim["clean"]
     slice_2d = np.ndim(mask) == 2
-    passed = value >= lim["voxels"] or not (noisy or slice_2d)
-    why = "noisy data" if noisy else "a 2-D fit" if slice_2d else "clean volume"
+    single = components == 1
+    passed = value >= lim["voxels"] or not (noisy or slice_2d or single)
+    why = (
+        "noisy data" if noisy else "a 2-D fit" if slice_2d else "one component" if single
+        else "clean volume"
+    )  # fmt: skip
     measured = (
         f"the fitted modulus has {value:.3g} voxels per shortest shear wavelength ({why}; "
-        f"fails below {lim['voxels']:g} on noisy data or 2-D fits)"
+        f"fails below {lim['voxels']:g} on noisy data, 2-D fits or one component)"
     )
     advice = (
-        "coarse sampling meeting noise or a slice: maps there were 26-36 % off with no "
-        "other check firing; compare with the classical maps (hp.curl_mdev, hp.baseline); "
+        "coarse sampling meeting noise, a slice or a single component: maps there were "
+        "17-36 % off with no other check firing; compare with the classical maps "
+        "(hp.curl_mdev, hp.baseline); "
         "fit the volume where there is one; in the acquisition, smaller voxels or a lower "
         "frequency give more voxels per wavelength"
     )
@@ -362,7 +373,7 @@ def data_facts(dataset) -> dict:
     ``wavelength_m`` (per frequency, :func:`helmholtz_pinn.assess.wavelength.estimate`;
     None where it cannot be estimated) and ``through_plane_share`` (a 2-D dataset of
     three components: the third component's share of the field power in the mask, the
-    highest over the frequencies; else None)."""
+    highest over the frequencies; else None) and ``components`` (C)."""
     try:
         lam = wavelength.estimate_dataset(dataset).metres
         lam = [None if not np.isfinite(x) else float(x) for x in lam]
@@ -380,6 +391,7 @@ def data_facts(dataset) -> dict:
         rho=float(dataset.rho),
         wavelength_m=lam,
         through_plane_share=share,
+        components=int(dataset.n_comp),
     )
 
 

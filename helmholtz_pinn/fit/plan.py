@@ -202,6 +202,12 @@ class Plan:
             notes.append(
                 f"steps={cfg.steps} asked; {adam} Adam steps ran (lbfgs_from={cfg.lbfgs_from}) "
                 f"and then an L-BFGS phase of {self.lbfgs_steps} iterations"
+                + (
+                    f" (the kept law's fit goes on to {self.lbfgs_continued_to} where it "
+                    "lowers the loss)"
+                    if self.lbfgs_continued_to > self.lbfgs_steps
+                    else ""
+                )
                 + ("" if self.lbfgs_skipped is None else f" (not run: it {self.lbfgs_skipped})")
             )
         if self.steps != adam:

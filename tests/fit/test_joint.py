@@ -293,7 +293,7 @@ def test_springpot_dashpot_names_the_law_of_the_tissue():
 
 def test_springpot_dashpot_needs_two_frequencies():
     data = springpot_waves(freqs=(60.0,))
-    with pytest.raises(ConfigError, match="two or more frequencies"):
+    with pytest.raises(ConfigError, match="2 or more frequencies"):
         inversion.invert(data, progress=False, mu_model="springpot-dashpot", **FIT)
 
 
