@@ -34,7 +34,7 @@ NOISE_DB ?= -20
 demo: $(STAMP)
 	@if $(BIN)/python -c "import jax, sys; sys.exit(jax.default_backend() == 'cpu')"; then \
 		args=""; else args="$(CPU_DEMO)"; echo "no GPU found: CPU-sized demo ($$args)"; fi; \
-	$(BIN)/helmholtz-pinn simulate --phantom four-target --noise-db $(NOISE_DB) \
+	$(BIN)/helmholtz-pinn simulate --phantom four-target --noise-db $(NOISE_DB) --overwrite \
 		--out $(OUT)/data.npz && \
 	$(BIN)/helmholtz-pinn baseline $(OUT)/data.npz --method ahi --out $(OUT)/ahi --overwrite && \
 	$(BIN)/helmholtz-pinn baseline $(OUT)/data.npz --method ahi --smoothing gaussian \
