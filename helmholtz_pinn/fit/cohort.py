@@ -99,17 +99,30 @@ def run_cohort(
     ``out_root/<stem>/``; write ``out_root/cohort.csv`` (:func:`table_name`) and return
     its rows (:data:`COLUMNS`).
 
-    ``workers``: processes, each pinned to its share of the local devices (default: one
-    per device; never more than the files to fit). 1 fits in this process on its
-    devices, as :func:`helmholtz_pinn.invert` would. ``nifti``, ``force`` and
-    ``drop_empty_components`` are ``invert``'s and ``Result.save``'s;
-    ``checkpoints=False`` writes none (a stopped file then starts afresh); ``cache_dir``
-    the persistent compilation cache (:func:`enable_compilation_cache`). ``progress``
-    prints one line per file to stderr; ``on_file(record)`` is called in this process
-    as each file ends (``record``: file, status, error, worker, file_time_s).
+    Args:
+      inputs: the dataset files (``.npz``), in the cohort's order.
+      out_root: the folder holding one result folder per file and the table.
+      config: the settings of every fit; None: ``Config()``.
+      shard: ``(i, n)``: this process fits the files whose index mod n is i (a Slurm
+        array's task), :func:`shard_files`.
+      workers: processes, each pinned to its share of the local devices (default: one
+        per device; never more than the files to fit); 1 fits in this process on its
+        devices, as :func:`helmholtz_pinn.invert` would.
+      nifti: also write the maps as NIfTI (``Result.save``).
+      force: fit files that fail the physics checks (``invert``'s).
+      drop_empty_components: drop empty components (``invert``'s).
+      checkpoints: checkpoint each fit (False: a stopped file starts afresh).
+      cache_dir: the persistent compilation cache (:func:`enable_compilation_cache`).
+      progress: print one line per file to stderr.
+      on_file: called in this process as each file ends, with its record (file, status,
+        error, worker, file_time_s).
 
-    Raises :class:`~helmholtz_pinn.errors.Interrupted` when stopped (SIGINT, SIGTERM)
-    after writing the table of the files done so far (the rest ``pending``).
+    Returns:
+      The table's rows (:data:`COLUMNS`), one per file and frequency.
+
+    Raises:
+      Interrupted: stopped (SIGINT, SIGTERM), after writing the table of the files done
+        so far (the rest ``pending``).
     """
     cfg = config if config is not None else Config()
     if not isinstance(cfg, Config):

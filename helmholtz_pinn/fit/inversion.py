@@ -43,35 +43,49 @@ def invert(
 ) -> Result | list[Result]:
     """Fit the PINN and return the modulus in Pa.
 
-    ``data``: one :class:`Dataset` (returns one Result), or a list of datasets of one grid,
-    F and C (one Result each, fitted as one batched program: every member has its own
+    A list of datasets is fitted as one batched program: every member has its own
     scaling, loss, schedule, roll-back and early stop; mu_ref and the Fourier scales are
-    shared, see :func:`helmholtz_pinn.fit.plan.plan`). ``slicewise``: fit every z-slice of a
-    3-D dataset with its own 2-D PINN (one Result on the volume's grid; slices with an empty
-    mask hold NaN). The default, one 3-D fit of a volume, uses the through-plane derivatives
-    (docs/accuracy.md). ``overrides`` replace fields of ``config``; ``ensemble`` E > 1 gives
-    each dataset E seeds (``mu`` their mean, ``mu_std`` their spread, over the members whose
-    final loss is within ``ensemble_keep`` times the lowest:
-    :func:`helmholtz_pinn.fit.results.kept_members`). ``devices``: an int N or None/"all"
-    (see :func:`helmholtz_pinn.fit.placement.plan`). ``callback(record)`` once per block
-    (return True to stop); with ``checkpoint_dir`` the fit is checkpointed every
-    ``checkpoint_every`` blocks and, with ``resume``, continues from the newest checkpoint
-    there (``resumed_from_step`` and a note in the run facts); with none there it notes so
-    and starts at step 0, unless ``resume="strict"``, which raises
-    :class:`~helmholtz_pinn.errors.CheckpointError` (as do other settings or other data than
-    the checkpoint's). A batch of more members than ``max_members_per_chunk`` (or than the
-    memory holds) is fitted chunk by chunk (:mod:`helmholtz_pinn.fit.chunks`), each chunk
-    checkpointed on its own. Ctrl-C (SIGINT) finishes the running block, writes a final
-    checkpoint and raises :class:`~helmholtz_pinn.errors.Interrupted`.
+    shared (:func:`helmholtz_pinn.fit.plan.plan`). A batch of more members than
+    ``max_members_per_chunk`` (or than the memory holds) is fitted chunk by chunk
+    (:mod:`helmholtz_pinn.fit.chunks`), each chunk checkpointed on its own. ``ensemble``
+    E > 1 gives each dataset E seeds (``mu`` their mean, ``mu_std`` their spread, over
+    the members whose final loss is within ``ensemble_keep`` times the lowest:
+    :func:`helmholtz_pinn.fit.results.kept_members`). Every dataset is first checked
+    against MRE physics (:func:`helmholtz_pinn.assess.input_checks.check`: frequency in
+    Hz, spacing in m, a resolved shear wave, no empty component). Ctrl-C (SIGINT)
+    finishes the running block, writes a final checkpoint and raises
+    :class:`~helmholtz_pinn.errors.Interrupted`.
 
-    Every dataset is first checked against MRE physics
-    (:func:`helmholtz_pinn.assess.input_checks.check`: frequency in Hz, spacing in m, a resolved
-    shear wave, no empty component); ``force=True`` fits anyway and records the problems
-    as notes. ``drop_empty_components=True`` drops the components that are zero or
-    negligible at every frequency (recorded as ``dropped_components`` in the run facts).
+    Args:
+      data: one :class:`Dataset`, or a list of datasets of one grid, F and C.
+      config: the settings; None: ``Config()``.
+      slicewise: fit every z-slice of a 3-D dataset with its own 2-D PINN (one Result
+        on the volume's grid; slices with an empty mask hold NaN). The default, one 3-D
+        fit of a volume, uses the through-plane derivatives (docs/accuracy.md).
+      devices: an int N or None/"all" (see :func:`helmholtz_pinn.fit.placement.plan`).
+      callback: ``callback(record)`` once per block; return True to stop.
+      progress: show a progress bar.
+      checkpoint_dir: checkpoint the fit here every ``checkpoint_every`` blocks.
+      resume: continue from the newest checkpoint in ``checkpoint_dir``
+        (``resumed_from_step`` and a note in the run facts); with none there, note so
+        and start at step 0, unless ``resume="strict"``, which raises
+        :class:`~helmholtz_pinn.errors.CheckpointError` (as do other settings or other
+        data than the checkpoint's).
+      force: fit input that fails the physics checks anyway, recording the problems as
+        notes.
+      drop_empty_components: drop the components that are zero or negligible at every
+        frequency (recorded as ``dropped_components`` in the run facts).
+      **overrides: fields of ``config`` to replace, e.g. ``steps=2000``.
 
-    Raises :class:`~helmholtz_pinn.errors.InputError` for unusable input and
-    :class:`~helmholtz_pinn.errors.DivergenceError` when the fit diverges.
+    Returns:
+      One :class:`Result` for one dataset (or a slicewise volume), else a list of them
+      in the order of ``data``.
+
+    Raises:
+      InputError: unusable input (:class:`~helmholtz_pinn.errors.ConfigError` for bad
+        settings, :class:`~helmholtz_pinn.errors.DeviceMemoryError` when the problem
+        does not fit).
+      DivergenceError: the fit diverged and the roll-backs did not recover it.
     """
     cfg = requested(config, overrides)
     memory.check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit

@@ -189,13 +189,20 @@ def test_auto_continues_the_kept_law_unless_the_phase_length_is_given(monkeypatc
     """auto continues the fit of the law of the lower spread; an lbfgs_steps given is
     every fit's whole phase, not continued."""
     continued = []
-    monkeypatch.setattr(law_choice, "train", lambda data, cfg, law=None, **kw: law)
-    monkeypatch.setattr(law_choice, "_law_spread", {"springpot": 0.02, "voigt": 0.01}.get)
-    monkeypatch.setattr(law_choice, "_continued", lambda t, run: continued.append(t) or t)
+
+    def trained(data, cfg, law=None, **kw):  # a law's fit, as far as the choice reads it
+        ns = types.SimpleNamespace
+        return ns(law=law, plan=ns(stacked=True), fitted=ns(facts={}))
+
+    monkeypatch.setattr(law_choice, "train", trained)
+    spreads = {"springpot": 0.02, "voigt": 0.01}
+    monkeypatch.setattr(law_choice, "_law_spread", lambda t: spreads[t.law])
+    monkeypatch.setattr(law_choice, "_continued", lambda t, run: continued.append(t.law) or t)
     monkeypatch.setattr(law_choice, "results", lambda t: types.SimpleNamespace(metrics={}))
     data = plane_wave_dataset()
     kept = inversion.invert(data, mu_model="auto", progress=False)
     assert kept.metrics["law"]["mu_model"] == "voigt" and continued == ["voigt"]
+    assert kept.metrics["law"]["determined"] is False  # 2x apart: within SEPARATION
     inversion.invert(data, mu_model="auto", lbfgs_steps=7, progress=False)
     assert continued == ["voigt"]
 
