@@ -156,14 +156,17 @@ def _run(facts: dict, config: Any, wall_time_s: float | None) -> str:
         parts.append(f"baseline {facts['method']}")
     if isinstance(facts.get("steps"), int):
         steps = f"{facts['steps']} steps"
-        polish = facts.get("lbfgs") or {}
-        if polish and not polish.get("skipped"):
-            steps += f" + {polish['steps']} L-BFGS"
+        lbfgs = facts.get("lbfgs") or {}
+        if lbfgs and not lbfgs.get("skipped"):
+            steps += f" + {lbfgs['steps']} L-BFGS"
         parts.append(steps)
     law = facts.get("law") or {}
     model = law.get("mu_model") or getattr(config, "mu_model", None)
     if model:
-        parts.append(f"law {model} ({'chosen by the data' if law.get('tried') else 'named'})")
+        how = "named"
+        if law.get("tried"):
+            how = "chosen by the data" if law.get("determined", True) else "undetermined"
+        parts.append(f"law {model} ({how})")
     seconds = wall_time_s
     if seconds is not None:
         time = f"{seconds:.0f} s for the whole command"

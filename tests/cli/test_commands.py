@@ -187,6 +187,11 @@ def test_the_summary_states_the_map_each_target_and_one_verdict():
     assert "check its axes=" in summary(result)
     facts["fit_quality"][0]["passed"] = True
     assert summary(result).splitlines()[-1] == "verdict: the 2 fit checks passed"
+    # a law kept on a tie of the spreads is not "chosen by the data"
+    facts["law"] = {"mu_model": "springpot", "tried": {"springpot": 0.0, "voigt": 0.0}}
+    assert "law springpot (chosen by the data)" in summary(result)
+    facts["law"]["determined"] = False
+    assert "law springpot (undetermined)" in summary(result)
 
 
 def test_the_law_line_reads_the_auto_choice_or_the_springpot_dashpot_parameters():
