@@ -73,14 +73,21 @@ __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
-    target = _EXPORTS.get(name)
+def _lazy_export(exports: dict, name: str, owner: str, namespace: dict):
+    """The object ``exports`` names ``name`` (a module of this package, or a pair (module,
+    attribute)), imported on first use and cached in ``namespace``: the lazy attributes of
+    this package and of ``helmholtz_pinn.lab`` (``owner``, for the AttributeError)."""
+    target = exports.get(name)
     if target is None:
-        raise AttributeError(f"module 'helmholtz_pinn' has no attribute {name!r}")
+        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
     module, attr = (target, name) if isinstance(target, str) else target
     value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
-    globals()[name] = value
+    namespace[name] = value
     return value
+
+
+def __getattr__(name: str):
+    return _lazy_export(_EXPORTS, name, __name__, globals())
 
 
 def __dir__():

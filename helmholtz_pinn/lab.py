@@ -88,13 +88,9 @@ __all__ = sorted([*_EXPORTS, "network_layout", "stacks_points"])
 
 
 def __getattr__(name: str):
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module 'helmholtz_pinn.lab' has no attribute {name!r}")
-    module, attr = (target, name) if isinstance(target, str) else target
-    value = getattr(importlib.import_module(f"helmholtz_pinn.{module}"), attr)
-    globals()[name] = value
-    return value
+    from helmholtz_pinn import _lazy_export
+
+    return _lazy_export(_EXPORTS, name, __name__, globals())
 
 
 def __dir__():
