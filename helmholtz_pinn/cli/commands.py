@@ -34,12 +34,14 @@ FINISHED = ("mu.npz", "metrics.json")  # a folder holding one of these holds a f
 
 
 def _load_or_phantom(path: Path | None):
-    """The dataset at ``path``, or the built-in four-target phantom."""
-    from helmholtz_pinn.forward import phantoms
+    """The dataset at ``path``, or the built-in four-target phantom (its simulator, and
+    SciPy's sparse solvers, imported only then)."""
     from helmholtz_pinn.io import dataset as data
 
     if path is not None:
         return data.load(path)
+    from helmholtz_pinn.forward import phantoms
+
     print("no DATA given: simulating the built-in four-target phantom", file=sys.stderr)
     return phantoms.simulate_phantom("four-target")
 

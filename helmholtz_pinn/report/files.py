@@ -139,6 +139,36 @@ def staged(out: Path):
     _swap(out, stage, names)
 
 
+@contextlib.contextmanager
+def added(out: Path):
+    """Add files to the result already in ``out`` (the figures, drawn once ``mu.npz`` and
+    ``metrics.json`` are in place): they are written into ``OUT/.writing/`` (yielded), then
+    each is renamed into ``out`` (whole or absent). A failure removes the stage and leaves
+    ``out`` as it was, its maps and facts whole; an OSError (a full disk) becomes an
+    :class:`OutputError` that says so. A kill leaves a stage without a marker, which the
+    next command into ``out`` removes (:func:`finish_swap`)."""
+    import shutil
+
+    stage = out / STAGE
+    finish_swap(out)
+    check_folders(out)
+    try:
+        stage.mkdir()
+        yield stage
+        for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+            name = path.relative_to(stage)
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            path.replace(out / name)
+    except OSError as err:
+        raise OutputError(
+            f"cannot write the figures into {out}: {err.strerror or err} "
+            f"({err.filename or 'a figure'}); the maps and facts (mu.npz, metrics.json) are "
+            "written: free space and run again to draw the figures"
+        ) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def _check_room(out: Path, names: list[str]) -> None:
     """Refuse (:class:`OutputError`) a result whose file ``names`` (relative to ``out``)
     cannot be moved in: a file where a folder of theirs goes (``OUT/maps`` a file), or a
@@ -233,7 +263,13 @@ def finish_swap(out: Path) -> str | None:
     try:
         names = list(json.loads((stage / MARKER).read_text())["files"])
     except (OSError, ValueError, KeyError, TypeError):
+        figures = all(p.suffix == ".png" for p in stage.rglob("*") if p.is_file())
         shutil.rmtree(stage, ignore_errors=True)
+        if figures and (out / LAST).is_file():  # stopped in added(): the maps were in place
+            return (
+                f"{out}: removed the figures of a run stopped while drawing them ({stage}); "
+                "its maps and facts (mu.npz, metrics.json) are whole"
+            )
         return (
             f"{out}: removed the unfinished result of a run stopped while writing it "
             f"({stage}); the earlier result was not touched"

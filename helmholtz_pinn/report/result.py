@@ -65,10 +65,12 @@ class Result:
     ) -> Path:
         """Write mu.npz (Pa; a fit of a law with parameters adds their maps, e.g. its
         ``alpha`` or its ``viscosity`` in Pa s: :mod:`helmholtz_pinn.laws`), metrics.json,
-        history.csv, config.json and the figures, in place of an earlier run's result files
-        in ``out`` (other files are left alone). The files are written beside and moved in
-        when all are written (:func:`helmholtz_pinn.report.files.staged`): a failed write
-        leaves the earlier result whole.
+        history.csv, config.json (and the NIfTI maps), in place of an earlier run's result
+        files in ``out`` (other files are left alone), then the figures. The files are
+        written beside and moved in when all are written
+        (:func:`helmholtz_pinn.report.files.staged`): a failed write leaves the earlier
+        result whole. The figures come after, once the maps and facts are in place
+        (:func:`helmholtz_pinn.report.files.added`): a failure there leaves them whole.
 
         Args:
           out: the output folder (created).
@@ -86,7 +88,8 @@ class Result:
 
         Raises:
           InputError: ``nifti=True`` on a Result without its dataset.
-          OutputError: ``out`` cannot be created or written.
+          OutputError: ``out`` cannot be created or written (the figures: the maps and
+            facts are written).
         """
         from helmholtz_pinn.errors import InputError
         from helmholtz_pinn.report import files
@@ -95,14 +98,22 @@ class Result:
             raise InputError("nifti=True needs the Result's dataset (its spacing and rho)")
 
         out = files.prepare_dir(out)
-        with files.writing(out), files.staged(out) as stage:
-            self._write(stage, nifti, affine)
+        with files.writing(out):
+            with files.staged(out) as stage:
+                misfit = self._write(stage, nifti, affine)
+            if self.dataset is not None:
+                from helmholtz_pinn.report import figures
+
+                with files.added(out) as stage:
+                    figures.save_all(self, self.dataset, stage, misfit=misfit)
         return out
 
-    def _write(self, out: Path, nifti: bool, affine) -> None:
+    def _write(self, out: Path, nifti: bool, affine) -> np.ndarray | None:
+        """Write the maps and facts into ``out``; returns the wave misfit map (for the
+        figures) where the facts have one."""
         from helmholtz_pinn import laws
         from helmholtz_pinn.assess import clinical
-        from helmholtz_pinn.report import figures, files
+        from helmholtz_pinn.report import files
 
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
         if "wave_misfit" in self.metrics and self.dataset is not None:
@@ -121,14 +132,13 @@ class Result:
         if dataclasses.is_dataclass(settings):
             settings = dataclasses.asdict(settings)
         files.write_json(out / "config.json", settings)
-        if self.dataset is not None:
-            figures.save_all(self, self.dataset, out, misfit=extra.get("misfit"))
         if nifti:
             data = self.dataset
             maps = clinical.nifti_maps(self.mu, self.frequency, data.rho, data.ndim, model)
             maps["mask"] = (self.mask, "mask: fitted voxels are 1")
             affine = data.affine if affine is None else affine
             files.write_nifti_maps(out, maps, data.spacing, affine=affine)
+        return extra.get("misfit")
 
     def summary(self, *, wall_time_s: float | None = None) -> str:
         """The map in a few lines: median G', G'' and phase angle per frequency, each

@@ -5,6 +5,7 @@ with the stage's marker, rolled back without it), and a folder holding metrics.j
 holds one whole result at every moment of the swap."""
 
 import errno
+import json
 import os
 import shutil
 from pathlib import Path
@@ -32,14 +33,44 @@ def test_a_full_disk_half_way_leaves_the_earlier_result_whole(results, tmp_path,
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     assert {"mu.npz", "metrics.json", "config.json", "modulus.png"} <= set(before)
 
-    def full(*args, **kwargs):  # the figures come after mu.npz and metrics.json
-        raise OSError(errno.ENOSPC, "No space left on device", "modulus.png")
+    def full(*args, **kwargs):  # after mu.npz and metrics.json, before config.json
+        raise OSError(errno.ENOSPC, "No space left on device", "history.csv")
 
-    monkeypatch.setattr(figures, "save_all", full)
+    monkeypatch.setattr(files, "write_history", full)
     with pytest.raises(OutputError, match="No space left on device"):
         second.save(tmp_path)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     assert after == before and not (tmp_path / files.STAGE).exists()
+
+
+@pytest.mark.parametrize("error", [OSError(errno.ENOSPC, "No space left", "loss.png"), KeyError])
+def test_a_failure_in_the_figures_leaves_the_new_maps_and_facts_whole(
+    results, tmp_path, monkeypatch, error
+):
+    """The figures are drawn once mu.npz and metrics.json are in place: a full disk (an
+    OutputError that says the maps are written) or a bug in a figure (raised as it is)
+    loses neither, and leaves no figure of the earlier run beside them."""
+    first, second = results
+    first.save(tmp_path)
+    drawn = figures.save_all
+
+    def fails_half_way(result, dataset, out, **kwargs):
+        drawn(result, dataset, out, **kwargs)  # some PNGs in the stage, none moved in yet
+        raise error
+
+    monkeypatch.setattr(figures, "save_all", fails_half_way)
+    expected = OutputError if isinstance(error, OSError) else KeyError
+    with pytest.raises(expected) as raised:
+        second.save(tmp_path)
+    if expected is OutputError:
+        assert "the maps and facts (mu.npz, metrics.json) are written" in str(raised.value)
+    with np.load(tmp_path / "mu.npz") as saved:
+        np.testing.assert_array_equal(saved["mu"], second.mu)
+    assert (
+        json.loads((tmp_path / "metrics.json").read_text())["baseline_settings"]["smoothing"]
+        == "gaussian"
+    )
+    assert not list(tmp_path.glob("*.png")) and not (tmp_path / files.STAGE).exists()
 
 
 def test_a_new_result_replaces_every_file_of_the_old_one(results, tmp_path):
@@ -113,6 +144,38 @@ def test_a_swap_killed_after_the_first_rename_is_finished_by_the_next_command(
     )
     assert lines[1].startswith("helmholtz-pinn baseline: error: baseline ahi: sigma must be")
     assert _contents(out) == {**new, "notes.txt": b"the user's own file"}
+
+
+def test_a_run_killed_while_drawing_its_figures_leaves_its_maps_and_facts(
+    results, earlier, tmp_path, capsys, monkeypatch
+):
+    """Killed at the first figure moved in: the new mu.npz and metrics.json are in place;
+    the next command into the folder removes the half-drawn figures and says so."""
+    out = tmp_path / "out"
+    shutil.copytree(earlier / "out", out)
+    replace, rmtree, killed = Path.replace, shutil.rmtree, []
+
+    def killed_at_the_first_figure(self, target):
+        if self.parent.name == files.STAGE and self.suffix == ".png":
+            killed.append(self)
+            raise Killed
+        return replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", killed_at_the_first_figure)
+    monkeypatch.setattr(shutil, "rmtree", lambda *a, **k: None if killed else rmtree(*a, **k))
+    with pytest.raises(Killed):
+        results[1].save(out)
+    monkeypatch.undo()
+    stage = out / files.STAGE
+    assert {p.suffix for p in stage.iterdir()} == {".png"}
+    lines = _refused_after_the_lock(earlier, out, capsys)
+    assert lines[0] == (
+        f"note: {out}: removed the figures of a run stopped while drawing them ({stage}); "
+        "its maps and facts (mu.npz, metrics.json) are whole"
+    )
+    with np.load(out / "mu.npz") as saved:
+        np.testing.assert_array_equal(saved["mu"], results[1].mu)
+    assert not stage.exists() and not list(out.glob("*.png"))
 
 
 def test_a_stage_without_its_marker_is_removed_and_the_earlier_result_kept(
