@@ -188,20 +188,25 @@ def init_state(
     """Initialise both networks (fixed Fourier matrices in ``consts``) and Adam.
     In 3-D, the rows of both Fourier matrices for the third axis are scaled by
     ``ratio_z`` (the through-plane scale as a fraction of the in-plane one). One compiled
-    program (per spec and scales), not the dozens of small ones of an eager init."""
+    program per spec: the scales, the seed and the rate are its arguments, so the data's
+    own scales never recompile it (a second run is served by the compile cache)."""
     key = jax.random.PRNGKey(seed)  # outside the program: a seed may exceed int32
     return _init_state(spec, key, float(sigma_u), float(sigma_mu), learning_rate, float(ratio_z))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 2, 3, 5))
+@functools.partial(jax.jit, static_argnums=(0,))
 def _init_state(spec, key, sigma_u, sigma_mu, learning_rate, ratio_z) -> TrainState:
+    """B = sigma N(0, 1) (:class:`~helmholtz_pinn.pinn.model.FourierMLP`): drawn at
+    sigma 1, then scaled by the traced sigma, the same float32 product."""
     key_u, key_mu, key_data = jax.random.split(key, 3)
     x = jnp.zeros((1, spec.ndim), jnp.float32)
-    u_net, mu_net = spec.networks(sigma_u, sigma_mu)
+    u_net, mu_net = spec.networks(1.0, 1.0)
     vu, vmu = u_net.init(key_u, x), mu_net.init(key_mu, x)
     params = {"u": vu["params"], "mu": vmu["params"]}
+    scale = {"u": sigma_u, "mu": sigma_mu}
     consts = {"u": vu["constants"], "mu": vmu["constants"]}
-    if spec.ndim == 3 and ratio_z != 1.0:
+    consts = {k: {**c, "B": c["B"] * scale[k]} for k, c in consts.items()}
+    if spec.ndim == 3:  # times 1 where the through-plane scale is the in-plane one: exact
         consts = {k: {**c, "B": c["B"].at[2].multiply(ratio_z)} for k, c in consts.items()}
     opt_state = OPTIMIZER(learning_rate=learning_rate).init(params)
     return TrainState(params, consts, opt_state, jnp.zeros((), jnp.int32), key_data)
