@@ -10,6 +10,8 @@ m (per m^2 for second derivatives).
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -175,6 +177,33 @@ def field_rms(dataset: Dataset) -> np.ndarray:
     return np.sqrt(np.mean(np.abs(u) ** 2, axis=-1))
 
 
+def once_per_dataset(fn):
+    """``fn(dataset)`` computed once per :class:`~helmholtz_pinn.io.dataset.Dataset` object
+    and kept while the object lives (a Dataset is frozen and its arrays are not written in
+    place): the plan and the fit checks read the same facts of the same data without a
+    second pass over them. The arrays returned are read-only; a call with keyword arguments
+    is not cached."""
+    memo: dict[int, tuple[weakref.ref, object]] = {}
+
+    @functools.wraps(fn)
+    def cached(dataset, **kwargs):
+        if kwargs:
+            return fn(dataset, **kwargs)
+        key = id(dataset)
+        held = memo.get(key)
+        if held is not None and held[0]() is dataset:
+            return held[1]
+        value = fn(dataset)
+        for part in value if isinstance(value, tuple) else (value,):
+            if isinstance(part, np.ndarray):
+                part.setflags(write=False)
+        memo[key] = (weakref.ref(dataset, lambda _, key=key: memo.pop(key, None)), value)
+        return value
+
+    return cached
+
+
+@once_per_dataset
 def field_noise(dataset: Dataset) -> np.ndarray:
     """(F, C) estimated noise RMS of each field (:func:`noise_rms`,
     0 where no 7-voxel stencil fits)."""

@@ -127,6 +127,7 @@ def estimate(
     return Wavelength(metres, metres / voxel, used)
 
 
+@stencils.once_per_dataset
 def estimate_dataset(dataset, *, denoise: bool = True) -> Wavelength:
     """:func:`estimate` of a :class:`~helmholtz_pinn.io.dataset.Dataset`'s u, spacing and
     mask."""

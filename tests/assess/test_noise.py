@@ -103,3 +103,21 @@ def test_a_noise_only_component_does_not_pull_the_modulus():
     assert two < 0.15
     assert weighted < two + 0.03
     assert error(three, weighting="uniform") > 0.5
+
+
+def test_the_noise_and_the_wavelength_are_one_pass_per_dataset(monkeypatch):
+    """The plan and the fit checks ask the same Dataset for its noise and wavelength: the
+    second ask reads the first answer (read-only), a new Dataset is measured afresh."""
+    from helmholtz_pinn.assess import wavelength
+
+    passes = []
+    real = stencils.noise_rms
+    monkeypatch.setattr(stencils, "noise_rms", lambda *a: passes.append(1) or real(*a))
+    data = plane_wave_dataset(n=12)
+    first = stencils.field_noise(data)
+    assert stencils.field_noise(data) is first and not first.flags.writeable
+    lam = wavelength.estimate_dataset(data)
+    assert wavelength.estimate_dataset(data) is lam and len(passes) == 2
+    other = dataclasses.replace(data, u=2 * data.u)
+    np.testing.assert_allclose(stencils.field_noise(other), 2 * first, rtol=1e-6, atol=1e-12)
+    assert len(passes) == 3
