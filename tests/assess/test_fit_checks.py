@@ -163,3 +163,28 @@ def test_law_consistency_holds_on_noisy_data_that_follow_the_law():
         noise_fraction=[[0.07, 0.09]],
     )  # fmt: skip
     assert not wrong["passed"]
+
+
+def test_resimulation_fires_on_a_map_40_percent_low_and_passes_the_truth():
+    """A small noisy phantom (scalar field, 36 x 40 voxels of 1.5 mm, two drives, 60 and
+    80 Hz, -20 dB): the true map re-simulates the wave within the noise; the map scaled by
+    0.6 (a fit whose map is far off with every other check passing) misses it many times
+    the smoothed AHI map's misfit and fires, saying what to do."""
+    from helmholtz_pinn.assess.fit_checks import resimulation_facts
+    from helmholtz_pinn.forward.phantoms import simulate_phantom
+
+    data = simulate_phantom(
+        "smooth", shape=(36, 40), spacing=1.5e-3, frequencies=[60.0, 80.0], noise_db=-20
+    )
+    mask = np.ones(data.grid, bool)
+
+    def run(mu):
+        facts = resimulation_facts(data, mu)
+        return check("resimulation", mu, mask, resimulation=facts)
+
+    good, bad = run(data.mu), run(0.6 * data.mu)
+    assert good["passed"] and good["value"] < 1.0
+    assert not bad["passed"] and bad["value"] > 2 * bad["threshold"]
+    assert "AHI map's" in bad["message"] and "hp.curl_mdev" in bad["message"]
+    skipped = check("resimulation", data.mu, mask)
+    assert skipped["passed"] and skipped["skipped"]
