@@ -463,7 +463,13 @@ def test_result_of_a_collapsed_fit_warns_and_records_the_checks(tmp_path):
     # the map is far below the modulus the data's own wavelength implies, and its
     # wavelength is under a voxel: the data-space checks fire beside the range checks
     # the wave it predicts misses the data where the classical map's does not
-    assert failed == ["modulus_range", "ahi_agreement", "resolution", "wave_modulus", "resimulation"]
+    assert failed == [
+        "modulus_range",
+        "ahi_agreement",
+        "resolution",
+        "wave_modulus",
+        "resimulation",
+    ]
     assert len(caught) == len(failed) and "modulus_range" in str(caught[0].message)
     # the AHI estimate was computed (mu_ref was given): the plane wave's |mu| ~ 3 kPa
     ahi = next(c for c in result.metrics["fit_quality"] if c["name"] == "ahi_agreement")
