@@ -157,7 +157,8 @@ def fit_quality(
     - ``law_consistency``: ``law_spread``; fails above the form's ``spread_max``,
       0.0025 for navier and 0.02 otherwise (the fitted wave wants a modulus that far off the law's
       at some frequency: the law does not describe the data's dispersion); skipped
-      without a law; the limit grows with the best field's noise fraction;
+      without a law; the limit grows with the best field's noise fraction and with
+      ``final_pde`` beyond a converged fit's (:func:`.laws.consistency_limit`);
     - ``resolution``: voxels (mean in-plane size) per shortest shear wavelength of the
       fitted modulus, sqrt(median |mu_f| / rho) / f, the lowest over the frequencies;
       fails below 10 where the data are noisy (best field's noise fraction at least
@@ -199,7 +200,7 @@ def fit_quality(
         "seed_agreement": _seed_check(mu, mu_std, mask),
         "law_consistency": _law_check(
             law_spread,
-            consistency_limit(spread_max, _best_noise(noise_fraction)),
+            consistency_limit(spread_max, _best_noise(noise_fraction), _worst(final_pde)),
             mu_model,
             tuple(laws_tried),
         ),
@@ -298,6 +299,13 @@ def _law_check(spread: float | None, limit: float, asked: str | None, tried: tup
         todo = "mu_model='per-frequency' (no law)"
     advice = f"the law does not describe the data's dispersion: try {todo}, and read G'' with care"
     return spread, limit, spread <= limit, measured, advice
+
+
+def _worst(values) -> float | None:
+    """The largest finite value of a number or a batch's list (None: none)."""
+    v = np.asarray([] if values is None else values, float).reshape(-1)
+    v = v[np.isfinite(v)]
+    return float(v.max()) if v.size else None
 
 
 def _best_noise(noise_fraction) -> float | None:

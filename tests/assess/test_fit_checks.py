@@ -165,6 +165,21 @@ def test_law_consistency_holds_on_noisy_data_that_follow_the_law():
     assert not wrong["passed"]
 
 
+def test_law_consistency_allows_for_a_less_converged_fit():
+    """A CPU-sized fit of the right law spreads more: 0.69 % on the bundled Voigt example
+    after 1500 steps (final PDE loss 0.022) against the clean navier limit of 0.25 %, set
+    on GPU-length fits (final PDE loss 0.0004-0.0026). Its own residual raises its limit;
+    a converged fit that spreads as much still fails, as does the wrong law's 2 %."""
+    mask, mu = np.ones((8, 8), bool), np.full((8, 8), 3e3 + 0j)
+    right = dict(law_spread=0.0069, spread_max=0.0025, noise_fraction=[[0.0002, 0.001]])
+    short = check("law_consistency", mu, mask, **right, final_pde=0.022, mu_model="voigt")
+    assert short["passed"] and short["threshold"] > 0.0069
+    converged = check("law_consistency", mu, mask, **right, final_pde=0.0026)
+    assert not converged["passed"] and converged["threshold"] < 0.0026
+    wrong = check("law_consistency", mu, mask, **{**right, "law_spread": 0.02}, final_pde=0.022)
+    assert not wrong["passed"]
+
+
 def test_resimulation_fires_on_a_map_40_percent_low_and_passes_the_truth():
     """A small noisy phantom (scalar field, 36 x 40 voxels of 1.5 mm, two drives, 60 and
     80 Hz, -20 dB): the true map re-simulates the wave within the noise; the map scaled by
