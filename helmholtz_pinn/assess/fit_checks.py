@@ -277,7 +277,8 @@ def _law_check(spread: float | None, limit: float, asked: str | None, tried: tup
         return "skipped: no viscoelastic law fitted (one frequency or per-frequency moduli)"
     measured = (
         f"the per-frequency moduli that best fit the fitted wave differ from the law's by up "
-        f"to {spread:.2%} between frequencies (limit {limit:.2%} at this noise)"
+        f"to {spread:.2%} between frequencies (limit {limit:.2%} at this noise and this "
+        "fit's PDE residual)"
     )
     if asked == "auto" or len(tried) > 1:  # both laws were fitted, this one kept
         laws = f" ({', '.join(tried)})" if tried else ""

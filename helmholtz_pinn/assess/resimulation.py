@@ -132,8 +132,9 @@ def resimulate(
       mask: bool ``grid``; frequency: ``(F,)`` Hz; spacing: ``(ndim,)`` m; rho: kg/m^3.
 
     Returns:
-      complex128 ``(F, C, *grid)``: the simulated field at the interior voxels, the data
-      on the rest of the usable voxels, NaN elsewhere.
+      complex128 ``(F, C, *grid)``: the simulated field at the interior voxels (NaN at a
+      frequency whose map has no finite value or whose system is singular), the data on
+      the rest of the usable voxels, NaN elsewhere.
     """
     u = np.asarray(u)
     if u.ndim not in (4, 5):
@@ -156,6 +157,10 @@ def resimulate(
         return out
     for i, f in enumerate(freq):
         m = _filled(maps[min(i, len(maps) - 1)], valid)
+        field = out[i].reshape(u.shape[1], -1)
+        if not np.isfinite(m).all():  # no finite map: nothing to simulate
+            field[:, flat] = np.nan
+            continue
         a_ii, full = _operator(m, float(rho) * (2 * math.pi * f) ** 2, inner, h)
         g = filled[i].reshape(u.shape[1], -1).T.copy()  # (voxels, C)
         g[flat] = 0.0
@@ -163,14 +168,18 @@ def resimulate(
         scale = np.abs(rhs).max() or 1.0  # single precision: keep the right-hand side O(1)
         # One BLAS thread, as forward.scalar_fd: SuperLU's dense blocks are small.
         with threadpool_limits(1, user_api="blas"):
-            lu = splinalg.splu(
-                a_ii.astype(np.complex64),
-                permc_spec="MMD_AT_PLUS_A",  # the structure is symmetric: 2-3x less fill
-                diag_pivot_thresh=0.0,
-                options=dict(SymmetricMode=True),
-            )
+            try:
+                lu = splinalg.splu(
+                    a_ii.astype(np.complex64),
+                    permc_spec="MMD_AT_PLUS_A",  # the structure is symmetric: less fill
+                    diag_pivot_thresh=0.0,
+                    options=dict(SymmetricMode=True),
+                )
+            except RuntimeError:  # exactly singular (a resonance of this map): no wave
+                field[:, flat] = np.nan
+                continue
             sol = lu.solve(np.ascontiguousarray(rhs / scale, dtype=np.complex64)) * scale
-        out[i].reshape(u.shape[1], -1)[:, flat] = sol.T
+        field[:, flat] = sol.T
     return out
 
 

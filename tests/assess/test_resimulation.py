@@ -77,3 +77,13 @@ def test_the_boxes_interiors_partition_the_interior(grid):
         assert np.prod([s.stop - s.start for s in box]) <= max(resimulation.TILE, 27)
         count[box] += resimulation.interior(np.ones([s.stop - s.start for s in box], bool))
     assert np.array_equal(count, resimulation.interior(np.ones(grid, bool)).astype(int))
+
+
+def test_a_map_without_a_finite_value_gives_no_misfit_and_no_error():
+    data = plane_wave(12, (1.0, 1.0), (0.8, 0.6))
+    assert np.isnan(resimulation.misfit(np.full(data.grid, np.nan + 0j), data)).all()
+    holes = np.full(data.grid, MU)
+    holes[3:5, 3:5] = np.nan  # filled by the map's median, here MU itself
+    assert resimulation.misfit(holes, data)[0] == pytest.approx(
+        resimulation.misfit(np.full(data.grid, MU), data)[0]
+    )
