@@ -67,10 +67,11 @@ NOISE_SCALE = 0.05
 # ... and with how far the fit itself is from satisfying the PDE: + RESIDUAL_SCALE *
 # sqrt(max(final_pde - CONVERGED_PDE, 0)) (final_pde: the fit's mean |r|^2 per unit field
 # power). Each factor c_f - 1 = <A, r> / <A, A> is bounded by the residual r's RMS over
-# A's; right-law fits spread 0.035-0.046 sqrt(final_pde) (the GPU slab slice 0.18 % at
-# final_pde 0.0026; a CPU-sized fit of the bundled example after 1500 steps 0.69 % at 0.022).
-# Fits of GPU length (final_pde 0.0004-0.0026) keep the limit; a CPU-sized fit, less
-# converged, gets its own (docs/defaults.md, "The law's spread").
+# A's; right-law fits spread 0.01-0.06 sqrt(final_pde) (GPU: the slab slice 0.18 % at
+# final_pde 0.0026, the clinical reference 0.02-0.05 % at 0.0004; CPU-sized fits of the
+# bundled Voigt example, Voigt given: 0.69 % at 0.022 after 1500 steps, 0.41 % at 0.0046
+# after 5000). Fits of GPU length (final_pde 0.0004-0.0026) keep the limit; a CPU-sized
+# fit, less converged, gets its own (docs/defaults.md, "The law's spread").
 RESIDUAL_SCALE = 0.05
 CONVERGED_PDE = 0.003
 

@@ -166,14 +166,17 @@ def test_law_consistency_holds_on_noisy_data_that_follow_the_law():
 
 
 def test_law_consistency_allows_for_a_less_converged_fit():
-    """A CPU-sized fit of the right law spreads more: 0.69 % on the bundled Voigt example
-    after 1500 steps (final PDE loss 0.022) against the clean navier limit of 0.25 %, set
-    on GPU-length fits (final PDE loss 0.0004-0.0026). Its own residual raises its limit;
-    a converged fit that spreads as much still fails, as does the wrong law's 2 %."""
+    """CPU-sized fits of the right law spread more: on the bundled Voigt example (Voigt
+    given) 0.69 % after 1500 steps (final PDE loss 0.022) and 0.41 % after 5000 (0.0046),
+    both firing against the clean navier limit of 0.25 %, set on GPU-length fits (final
+    PDE loss 0.0004-0.0026). Their own residual raises their limit; a converged fit that
+    spreads as much still fails, as does the wrong law's 2 %."""
     mask, mu = np.ones((8, 8), bool), np.full((8, 8), 3e3 + 0j)
     right = dict(law_spread=0.0069, spread_max=0.0025, noise_fraction=[[0.0002, 0.001]])
     short = check("law_consistency", mu, mask, **right, final_pde=0.022, mu_model="voigt")
     assert short["passed"] and short["threshold"] > 0.0069
+    cpu = check("law_consistency", mu, mask, **{**right, "law_spread": 0.0041}, final_pde=0.0046)
+    assert cpu["passed"]
     converged = check("law_consistency", mu, mask, **right, final_pde=0.0026)
     assert not converged["passed"] and converged["threshold"] < 0.0026
     wrong = check("law_consistency", mu, mask, **{**right, "law_spread": 0.02}, final_pde=0.022)
