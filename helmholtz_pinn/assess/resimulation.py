@@ -56,9 +56,9 @@ __all__ = ["BETA", "TILE", "interior", "misfit", "resimulate", "tiles"]
 # The mass term's weight on the second differences per grid dimension: 1/12 times the
 # mean over directions of sum_k n_k^4 (3/4 in 2-D, 3/5 in 3-D), n the unit wave vector.
 BETA = {2: 1 / 16, 3: 1 / 20}
-# The most voxels of a volume :func:`misfit` solves at once (:func:`tiles`): the LU's cost
-# grows faster than the voxels (measured on one core: 0.23 s for 40 x 50 x 10, 2.0 s for
-# 80 x 100 x 10 at once).
+# The most voxels of a volume :func:`misfit` solves at once (:func:`tiles`; five times as
+# many on a 2-D grid, whose LU fills in less): the LU's cost grows faster than the voxels
+# (measured on one core: 0.23 s for 40 x 50 x 10, 2.0 s for 80 x 100 x 10 at once).
 TILE = 20_000
 
 
@@ -217,17 +217,17 @@ def misfit(mu: np.ndarray, dataset: Dataset) -> np.ndarray:
     """Relative misfit per frequency, ``(F,)`` fractions, of the wave that ``mu`` (Pa,
     ``grid`` or ``(F, *grid)``) predicts (:func:`resimulate`) against the measured one
     over the interior voxels, components together (module docstring); NaN where there is
-    no interior voxel or no finite map. Volumes larger than :data:`TILE` voxels are solved
-    in boxes (:func:`tiles`), each with the data on its own outer layer: the cost grows
-    with the voxels, not faster (80 x 100 x 10 voxels: about 1 s of one core per map and
-    frequency)."""
+    no interior voxel or no finite map. Volumes larger than :data:`TILE` voxels (2-D grids
+    larger than five times that) are solved in boxes (:func:`tiles`), each with the data on
+    its own outer layer: the cost grows with the voxels, not faster (80 x 100 x 10 voxels:
+    about 0.7 s of one core per map and frequency)."""
     u = np.asarray(dataset.u)
     peak = np.nanmax(np.abs(u)) if np.isfinite(u).any() else 0.0
     u = u / peak if peak > 0 else u  # the misfit is blind to u's unit
     grid, mask = u.shape[2:], np.asarray(dataset.mask, bool)
     maps = per_frequency(np.asarray(mu, complex), grid, "mu")
     err, power = np.zeros(u.shape[0]), np.zeros(u.shape[0])
-    for box in tiles(grid, TILE if len(grid) == 3 else math.prod(grid)):
+    for box in tiles(grid, TILE if len(grid) == 3 else 5 * TILE):
         sub = u[(slice(None), slice(None), *box)]
         _, valid = usable(sub, mask[box], sub.shape[2:])
         inner = interior(valid)
