@@ -47,8 +47,9 @@ QUALITY_CHECKS = (
     "slice_motion",
     "resimulation",
 )
-# Limits of the checks (fractions and factors; see fit_quality). The last four are the
-# data-space checks; why each is what it is: docs/accuracy.md, "Fits that say they are off".
+# Limits of the checks (fractions and factors; see fit_quality). From ``voxels`` on: the
+# data-space checks; why each is what it is: docs/accuracy.md, "Fits that say they are off",
+# and for ``resim_*`` docs/reliability.md, "Fits that are far off".
 QUALITY_LIMITS = dict(
     low=0.02, high=50.0, at_bound=0.5, ahi=2.0, pde=0.3, noise=0.25, fit=2e-3, loss=0.5,
     seeds=0.1, voxels=10.0, clean=0.02, wave=2.0, through_plane=0.015, resim_curl=1.2,
@@ -444,7 +445,7 @@ def _resimulation_check(facts: dict | None):
     ref = np.fmax(np.fmax(b, np.nan_to_num(n)), lim["resim_floor"])  # NaN: no baseline
     ok = np.isfinite(m) & np.isfinite(b)
     if not ok.any():
-        return "skipped: no interior voxel to re-simulate (a mask or grid 2 voxels thin)"
+        return "skipped: no interior voxel to re-simulate, or no classical map there"
     name = facts["baseline"]
     limit = lim["resim_curl" if name == "curl-MDEV" else "resim_ahi"]
     value = float(np.sqrt(np.sum(m[ok] ** 2) / np.sum(ref[ok] ** 2)))
