@@ -206,3 +206,25 @@ def test_resimulation_fires_on_a_map_40_percent_low_and_passes_the_truth():
     assert "AHI map's" in bad["message"] and "hp.curl_mdev" in bad["message"]
     skipped = check("resimulation", data.mu, mask)
     assert skipped["passed"] and skipped["skipped"]
+
+
+def test_resimulation_judges_a_three_component_volume_against_curl_mdev():
+    """Shear plane waves (polarised across their direction) in a 3 kPa volume, three
+    components, 28 x 24 x 10 voxels of 1.5 mm at 60 and 80 Hz: the classical map is
+    curl-MDEV's; the truth passes and a map 40 % low fires."""
+    from helmholtz_pinn.assess.fit_checks import resimulation_facts
+
+    grid, h, mu0 = (28, 24, 10), 1.5e-3, 3000.0 + 300.0j
+    x, y, z = np.meshgrid(*[np.arange(n) * h for n in grid], indexing="ij")
+    u = np.zeros((2, 3, *grid), complex)
+    for i, f in enumerate((60.0, 80.0)):
+        k = 2 * np.pi * f * np.sqrt(RHO / mu0)
+        u[i, 2] = np.exp(1j * k * (0.8 * x + 0.6 * y))  # along (0.8, 0.6, 0), polarised z
+        u[i, 0] = 0.5 * np.exp(1j * k * (0.6 * y + 0.8 * z))  # along (0, 0.6, 0.8), along x
+    data = Dataset(u=u, frequency=np.array([60.0, 80.0]), spacing=np.full(3, h))
+    mask, truth = np.ones(grid, bool), np.full(grid, mu0)
+    facts = resimulation_facts(data, truth)
+    assert facts["baseline"] == "curl-MDEV"
+    assert check("resimulation", truth, mask, resimulation=facts)["passed"]
+    low = resimulation_facts(data, 0.6 * truth)
+    assert not check("resimulation", 0.6 * truth, mask, resimulation=low)["passed"]
