@@ -18,8 +18,8 @@ by the harmonic mean (flux-continuous at material jumps), and the mass term
 k, ``beta`` = :data:`BETA`): the three-point second difference reads a plane wave's
 k^2 low by ``(k h)^2 / 12`` along an axis (a modulus 5 % high at 8 voxels per wavelength),
 and ``beta`` cancels that on average over directions (at most a quarter of it is left in
-2-D, 40 % along an axis in 3-D). On the library's scalar phantoms the true modulus then reproduces the
-data to 0.1-0.2 % where the plain stencil left 1-3 % (docs/reliability.md).
+2-D, 40 % along an axis in 3-D). On the library's scalar phantoms the true modulus then
+reproduces the data to 0.1-0.2 % where the plain stencil left 1-3 % (docs/reliability.md).
 
 The misfit of the simulated ``u_sim`` against the measured ``u`` over the interior,
 
