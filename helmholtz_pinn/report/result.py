@@ -345,7 +345,8 @@ def quality_checks(
     against ``mu_ref_pa``, the final losses, ``noise_fraction`` and ``field_weight`` (when
     the run facts have them), the history, an ensemble's ``mu_std`` and the data's own
     facts (:func:`fit_checks.data_facts`: voxel size, frequencies, the wavelength of u, the
-    through-plane share of a 2-D slice). The AHI estimate
+    through-plane share of a 2-D slice) and the map's re-simulation against a classical
+    map's (:func:`fit_checks.resimulation_facts`). The AHI estimate
     is the facts' ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
     :func:`baselines.estimate_modulus` of the dataset. A baseline
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
@@ -380,5 +381,6 @@ def quality_checks(
         **({"spread_max": forms.get(facts["pde"]).spread_max} if facts.get("pde") else {}),
         laws_tried=tuple(facts.get("laws_tried", ())),
         mu_model=config.mu_model,
+        resimulation=fit_checks.resimulation_facts(dataset, mu),
         **fit_checks.data_facts(dataset),
     )

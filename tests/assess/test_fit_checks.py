@@ -163,3 +163,68 @@ def test_law_consistency_holds_on_noisy_data_that_follow_the_law():
         noise_fraction=[[0.07, 0.09]],
     )  # fmt: skip
     assert not wrong["passed"]
+
+
+def test_law_consistency_allows_for_a_less_converged_fit():
+    """CPU-sized fits of the right law spread more: on the bundled Voigt example (Voigt
+    given) 0.69 % after 1500 steps (final PDE loss 0.022) and 0.41 % after 5000 (0.0046),
+    both firing against the clean navier limit of 0.25 %, set on GPU-length fits (final
+    PDE loss 0.0004-0.0026). Their own residual raises their limit; a converged fit that
+    spreads as much still fails, as does the wrong law's 2 %."""
+    mask, mu = np.ones((8, 8), bool), np.full((8, 8), 3e3 + 0j)
+    right = dict(law_spread=0.0069, spread_max=0.0025, noise_fraction=[[0.0002, 0.001]])
+    short = check("law_consistency", mu, mask, **right, final_pde=0.022, mu_model="voigt")
+    assert short["passed"] and short["threshold"] > 0.0069
+    cpu = check("law_consistency", mu, mask, **{**right, "law_spread": 0.0041}, final_pde=0.0046)
+    assert cpu["passed"]
+    converged = check("law_consistency", mu, mask, **right, final_pde=0.0026)
+    assert not converged["passed"] and converged["threshold"] < 0.0026
+    wrong = check("law_consistency", mu, mask, **{**right, "law_spread": 0.02}, final_pde=0.022)
+    assert not wrong["passed"]
+
+
+def test_resimulation_fires_on_a_map_40_percent_low_and_passes_the_truth():
+    """A small noisy phantom (scalar field, 36 x 40 voxels of 1.5 mm, two drives, 60 and
+    80 Hz, -20 dB): the true map re-simulates the wave within the noise; the map scaled by
+    0.6 (a fit whose map is far off with every other check passing) misses it many times
+    the smoothed AHI map's misfit and fires, saying what to do."""
+    from helmholtz_pinn.assess.fit_checks import resimulation_facts
+    from helmholtz_pinn.forward.phantoms import simulate_phantom
+
+    data = simulate_phantom(
+        "smooth", shape=(36, 40), spacing=1.5e-3, frequencies=[60.0, 80.0], noise_db=-20
+    )
+    mask = np.ones(data.grid, bool)
+
+    def run(mu):
+        facts = resimulation_facts(data, mu)
+        return check("resimulation", mu, mask, resimulation=facts)
+
+    good, bad = run(data.mu), run(0.6 * data.mu)
+    assert good["passed"] and good["value"] < 1.0
+    assert not bad["passed"] and bad["value"] > 2 * bad["threshold"]
+    assert "AHI map's" in bad["message"] and "hp.curl_mdev" in bad["message"]
+    skipped = check("resimulation", data.mu, mask)
+    assert skipped["passed"] and skipped["skipped"]
+
+
+def test_resimulation_judges_a_three_component_volume_against_curl_mdev():
+    """Shear plane waves (polarised across their direction) in a 3 kPa volume, three
+    components, 28 x 24 x 10 voxels of 1.5 mm at 60 and 80 Hz: the classical map is
+    curl-MDEV's; the truth passes and a map 40 % low fires."""
+    from helmholtz_pinn.assess.fit_checks import resimulation_facts
+
+    grid, h, mu0 = (28, 24, 10), 1.5e-3, 3000.0 + 300.0j
+    x, y, z = np.meshgrid(*[np.arange(n) * h for n in grid], indexing="ij")
+    u = np.zeros((2, 3, *grid), complex)
+    for i, f in enumerate((60.0, 80.0)):
+        k = 2 * np.pi * f * np.sqrt(RHO / mu0)
+        u[i, 2] = np.exp(1j * k * (0.8 * x + 0.6 * y))  # along (0.8, 0.6, 0), polarised z
+        u[i, 0] = 0.5 * np.exp(1j * k * (0.6 * y + 0.8 * z))  # along (0, 0.6, 0.8), along x
+    data = Dataset(u=u, frequency=np.array([60.0, 80.0]), spacing=np.full(3, h))
+    mask, truth = np.ones(grid, bool), np.full(grid, mu0)
+    facts = resimulation_facts(data, truth)
+    assert facts["baseline"] == "curl-MDEV"
+    assert check("resimulation", truth, mask, resimulation=facts)["passed"]
+    low = resimulation_facts(data, 0.6 * truth)
+    assert not check("resimulation", 0.6 * truth, mask, resimulation=low)["passed"]

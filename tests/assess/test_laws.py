@@ -96,3 +96,13 @@ def test_the_consistency_limit_grows_with_the_noise():
     assert 0.0039 < noisy < 0.0080
     assert laws.consistency_limit(navier, None) == navier
     assert laws.consistency_limit(hetero, math.nan) == hetero
+
+
+def test_the_consistency_limit_grows_with_the_fits_own_residual_beyond_a_converged_one():
+    """GPU-length fits (final PDE loss up to 0.0026) keep the limit; a CPU-sized fit's
+    residual (0.022 after 1500 steps) adds 0.05 sqrt(0.022 - 0.003) = 0.69 %."""
+    navier = forms.get("navier").spread_max
+    assert laws.consistency_limit(navier, 0.0, 0.0026) == navier
+    assert laws.consistency_limit(navier, None, math.nan) == navier
+    short = laws.consistency_limit(navier, 0.0, 0.022)
+    assert short == pytest.approx(navier + 0.05 * math.sqrt(0.019))

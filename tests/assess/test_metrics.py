@@ -325,6 +325,8 @@ GOOD = dict(  # the inputs of a plausible fit of 3 kPa tissue
     spacing=[1e-3, 1e-3],
     wavelength_m=[np.sqrt(3000.0 / 1000.0) / 80.0],
     through_plane_share=0.01,
+    # its wave re-simulated within the noise, as the classical map's
+    resimulation=dict(misfit=[0.12], baseline="AHI", baseline_misfit=[0.11], noise=[0.1]),
 )
 
 
@@ -460,7 +462,14 @@ def test_result_of_a_collapsed_fit_warns_and_records_the_checks(tmp_path):
     failed = [c["name"] for c in result.metrics["fit_quality"] if not c["passed"]]
     # the map is far below the modulus the data's own wavelength implies, and its
     # wavelength is under a voxel: the data-space checks fire beside the range checks
-    assert failed == ["modulus_range", "ahi_agreement", "resolution", "wave_modulus"]
+    # the wave it predicts misses the data where the classical map's does not
+    assert failed == [
+        "modulus_range",
+        "ahi_agreement",
+        "resolution",
+        "wave_modulus",
+        "resimulation",
+    ]
     assert len(caught) == len(failed) and "modulus_range" in str(caught[0].message)
     # the AHI estimate was computed (mu_ref was given): the plane wave's |mu| ~ 3 kPa
     ahi = next(c for c in result.metrics["fit_quality"] if c["name"] == "ahi_agreement")
