@@ -279,7 +279,7 @@ def _space_checks(mu, data, facts: dict, asked: str) -> list[dict]:
     return lab.fit_quality(
         mu, data.mask, facts.get("mu_ref_pa"), noise_fraction=facts.get("noise_fraction"),
         law_spread=facts.get("law_spread"), spread_max=spread_max, mu_model=asked,
-        checks=names, **lab.data_facts(data),
+        final_pde=facts.get("final_pde"), checks=names, **lab.data_facts(data),
     )  # fmt: skip
 
 
