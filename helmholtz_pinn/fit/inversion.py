@@ -18,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import jax
+
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import law_choice, memory
-from helmholtz_pinn.fit.plan import requested
+from helmholtz_pinn.fit import checkpoints, law_choice, memory
+from helmholtz_pinn.fit.admission import admitted
+from helmholtz_pinn.fit.plan import plans, requested
 from helmholtz_pinn.fit.results import results
 from helmholtz_pinn.fit.training import train
 from helmholtz_pinn.io.dataset import Dataset
@@ -89,9 +92,15 @@ def invert(
     """
     cfg = requested(config, overrides)
     memory.check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit
-    run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
+    resume = checkpoints.resume_mode(resume)
+    drop = drop_empty_components
+    given = admitted(
+        data, slicewise=slicewise, force=force, drop=drop, metric_margin=cfg.metric_margin
+    )
+    where = dict(devices=devices, backend=jax.default_backend(), stacked=given.stacked)
     ckpt = dict(checkpoint_dir=checkpoint_dir, resume=resume)
-    more = dict(force=force, drop_empty_components=drop_empty_components)
+    fits = plans(given.datasets, cfg, estimates=given.estimates, **where, **ckpt)
+    run = dict(callback=callback, progress=progress)
     if cfg.mu_model == "auto":
-        return law_choice.auto_law(data, cfg, run, ckpt, more)
-    return results(train(data, cfg, **run, **ckpt, **more))
+        return law_choice.auto_law(given, fits, run)
+    return results(train(given, fits[0], **run))

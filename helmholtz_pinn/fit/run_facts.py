@@ -21,7 +21,7 @@ def run_facts(
 ) -> RunFacts:
     """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
     margin (voxels) and the fraction of the mask's voxels with a PDE residual, final
-    losses (nondimensional), retries, the ``plan`` (:meth:`Plan.record`: what was asked
+    losses (nondimensional), retries, the ``plan`` (:attr:`Plan.record`: what was asked
     and what ran); ``extra`` adds or overrides entries."""
     last, cfg = (history[-1] if history else {}), plan.config
     facts: RunFacts = {
@@ -46,7 +46,7 @@ def run_facts(
         ],
         "field_weight": np.round(np.asarray(prep.problem.weight, float), 4).tolist(),
         "assumption": _assumption(prep.spec),
-        "plan": plan.record(),
+        "plan": plan.record,
         **extra,
     }
     facts["notes"] = run_notes(plan, facts)
@@ -63,7 +63,7 @@ def run_facts(
 
 def run_notes(plan: Plan, facts: dict) -> list[str]:
     """What a user should know about how the run went: a resume (or a resume that found
-    no checkpoint), the request the plan cut or rounded (:meth:`Plan.notes`: the Adam
+    no checkpoint), the request the plan cut or rounded (:attr:`Plan.notes`: the Adam
     steps cut at ``lbfgs_from`` for an L-BFGS phase, rounded up to whole blocks), an
     early stop, a fit that
     ended inside the PDE warm-up or before the learning-rate schedule could act, a PDE
@@ -91,7 +91,7 @@ def run_notes(plan: Plan, facts: dict) -> list[str]:
             f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']} once "
             "this run's first checkpoint was written: a fit without resume=True starts afresh"
         )
-    notes += plan.notes()
+    notes += plan.notes
     if ran < planned:
         notes.append(f"stopped early at step {ran} of {planned}: the loss stalled at min_lr")
     if ran < cfg.pde_warmup:
