@@ -18,7 +18,8 @@ from helmholtz_pinn.assess import laws
 from helmholtz_pinn.fit import chunks
 from helmholtz_pinn.fit.admission import Admitted
 from helmholtz_pinn.fit.plan import Plan
-from helmholtz_pinn.fit.results import member_law_facts, results
+from helmholtz_pinn.fit.results import results
+from helmholtz_pinn.fit.run_facts import member_law_facts
 from helmholtz_pinn.fit.training import Trained, train
 from helmholtz_pinn.report.result import Result
 

@@ -16,7 +16,7 @@ from helmholtz_pinn.assess import fit_checks
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import warn
 from helmholtz_pinn.fit import chunks, host_loop
-from helmholtz_pinn.fit.run_facts import SHORT_RUN, law_facts, run_facts
+from helmholtz_pinn.fit.run_facts import SHORT_RUN, member_law_facts, run_facts
 from helmholtz_pinn.fit.training import Trained
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.report.result import Result, make_result
@@ -53,20 +53,11 @@ def results(t: Trained) -> Result | list[Result]:
     return out if stacked else out[0]
 
 
-def member_law_facts(t: Trained) -> list[dict]:
-    """:func:`helmholtz_pinn.fit.run_facts.law_facts` of trained members, one per Result:
-    per dataset, or one over all the slices of a slicewise fit."""
-    maps = t.fitted.maps
-    if t.slicewise:
-        return [law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency)]
-    return [law_facts(s, d.frequency) for (*_, s), d in zip(maps, t.datasets, strict=True)]
-
-
 def _volume_result(t: Trained, maps, settings, prep, state, history, wall, facts) -> Result:
     """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
     NaN members, which :func:`make_result` skips). ``facts`` include the law facts over
-    all the slices (:func:`member_law_facts`)."""
+    all the slices (:func:`~helmholtz_pinn.fit.run_facts.member_law_facts`)."""
     volume, keep, cfg = t.data, t.keep, t.plan.config
     run = run_facts(prep, t.plan, state, history, wall, **facts, **t.checks[0], mode="slicewise")
     skipped = [k for k in range(volume.grid[2]) if k not in keep]

@@ -5,6 +5,8 @@ Units: moduli in Pa, lengths in m, times in s, losses nondimensional.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import numpy as np
 
@@ -12,6 +14,9 @@ from helmholtz_pinn.fit.plan import NOISY_2D, SIGMA_FACTOR_U_2D, Plan
 from helmholtz_pinn.pinn import dispersion, train
 from helmholtz_pinn.pinn.problem import Prepared
 from helmholtz_pinn.report.records import RunFacts
+
+if TYPE_CHECKING:
+    from helmholtz_pinn.fit.training import Trained
 
 SHORT_RUN = "short run"
 
@@ -160,3 +165,12 @@ def law_facts(scale: np.ndarray, frequency: np.ndarray) -> dict:
         ],
         "law_spread": round(dispersion.spread(mean), 4),
     }
+
+
+def member_law_facts(t: Trained) -> list[dict]:
+    """:func:`law_facts` of trained members, one per Result:
+    per dataset, or one over all the slices of a slicewise fit."""
+    maps = t.fitted.maps
+    if t.slicewise:
+        return [law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency)]
+    return [law_facts(s, d.frequency) for (*_, s), d in zip(maps, t.datasets, strict=True)]
