@@ -257,8 +257,8 @@ def plan(
     """
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
-    form = forms.get(forms.resolve(cfg.pde, first.n_comp))
-    spec = program(cfg, first.ndim, first.n_freq, first.n_comp, law or tried[0], form.name)
+    spec = program(cfg, first.ndim, first.n_freq, first.n_comp, law or tried[0])
+    form = spec.form  # looked up once: its L-BFGS default, its margin
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
     mu_ref = reference_modulus(datasets, cfg, estimates)
@@ -315,18 +315,13 @@ def laws(cfg: Config, n_freq: int) -> tuple[str, ...]:
 
 
 def program(
-    cfg: Config,
-    ndim: int,
-    n_freq: int,
-    n_comp: int,
-    mu_model: str | None = None,
-    pde: str | None = None,
+    cfg: Config, ndim: int, n_freq: int, n_comp: int, mu_model: str | None = None
 ) -> train.Spec:
     """The compiled program's key (:class:`helmholtz_pinn.pinn.train.Spec`) of ``cfg``
     for data of these shapes and the law ``mu_model`` (None: ``cfg``'s, "auto" at one
     frequency per-frequency, :func:`laws`; "auto" at several is a ConfigError: the law is
-    chosen by fitting): the form ``pde`` (None: ``cfg.pde`` resolved for the data,
-    :func:`helmholtz_pinn.pinn.forms.resolve`), the network sizes, the auxiliary
+    chosen by fitting): the form resolved for the data
+    (:func:`helmholtz_pinn.pinn.forms.resolve`), the network sizes, the auxiliary
     network and the batch from the tables above by ``ndim`` where ``cfg`` leaves them
     None."""
     if mu_model is None:
@@ -345,7 +340,7 @@ def program(
         n_comp,
         depth=cfg.depth,
         activation=cfg.activation,
-        pde=pde or forms.resolve(cfg.pde, n_comp),
+        pde=forms.resolve(cfg.pde, n_comp),
         mu_model=mu_model,
         pde_weight=cfg.pde_weight,
         pde_warmup=cfg.pde_warmup,
