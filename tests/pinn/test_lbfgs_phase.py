@@ -192,9 +192,8 @@ def test_auto_continues_the_kept_law_unless_the_phase_length_is_given(monkeypatc
 
     def trained(given, plan, **kw):  # a law's fit, as far as the choice reads it
         ns = types.SimpleNamespace
-        phase = ns(stacked=True, lbfgs_steps=1, lbfgs_continued_to=plan.lbfgs_continued_to)
-        if plan.config.lbfgs_steps is None:  # the plan of a clean navier fit: continued
-            phase.lbfgs_continued_to = 4
+        goes_on = 4 if plan.config.lbfgs_steps is None else plan.lbfgs_continued_to
+        phase = ns(stacked=True, lbfgs_steps=plan.lbfgs_steps, lbfgs_continued_to=goes_on)
         return ns(law=plan.mu_model, plan=phase, fitted=ns(facts={}))
 
     monkeypatch.setattr(law_choice, "train", trained)
