@@ -32,11 +32,10 @@ def results(t: Trained) -> Result | list[Result]:
     facts = dict(devices=len(where.devices), parallel=where.mode, **fitted.facts)
     e, stacked, cfg = plan.ensemble, plan.stacked, plan.config
     settings = plan.settings(fitted.facts.get("lbfgs", {}).get("steps"))
+    if t.slicewise:
+        return _volume_result(t, settings, facts)
     members = [chunks.rows_of(state, i, e, stacked) for i in range(len(datasets))]
     wall, law = t.seconds, member_law_facts(t)
-    if t.slicewise:
-        facts.update(law[0])
-        return _volume_result(t, maps, settings, preps[0], state, history, wall, facts)
     out = []
     for i, ((mus, u_fit, _), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
@@ -53,13 +52,15 @@ def results(t: Trained) -> Result | list[Result]:
     return out if stacked else out[0]
 
 
-def _volume_result(t: Trained, maps, settings, prep, state, history, wall, facts) -> Result:
+def _volume_result(t: Trained, settings, facts: dict) -> Result:
     """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
-    NaN members, which :func:`make_result` skips). ``facts`` include the law facts over
-    all the slices (:func:`~helmholtz_pinn.fit.run_facts.member_law_facts`)."""
-    volume, keep, cfg = t.data, t.keep, t.plan.config
-    run = run_facts(prep, t.plan, state, history, wall, **facts, **t.checks[0], mode="slicewise")
+    NaN members, which :func:`make_result` skips). The run facts hold ``facts`` and the
+    law facts over all the slices (:func:`~helmholtz_pinn.fit.run_facts.member_law_facts`)."""
+    volume, keep, cfg, fitted = t.data, t.keep, t.plan.config, t.fitted
+    maps, state, history = fitted.maps, fitted.state, fitted.history
+    facts = {**facts, **member_law_facts(t)[0], **t.checks[0]}
+    run = run_facts(fitted.preps[0], t.plan, state, history, t.seconds, **facts, mode="slicewise")
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
     e = cfg.ensemble
