@@ -1,10 +1,12 @@
 """The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
 
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
-volume (``slicewise=True``), on one device or many: the input is admitted
-(:mod:`helmholtz_pinn.fit.admission`), the request planned against the data and the
-devices (:func:`helmholtz_pinn.fit.plan.plan`), the members trained
-(:mod:`helmholtz_pinn.fit.training`, :mod:`helmholtz_pinn.fit.chunks`, the one host loop
+volume (``slicewise=True``), on one device or many: the input is admitted once
+(:func:`helmholtz_pinn.fit.admission.admitted`), the request planned against the data
+and the devices once, one frozen plan per law fitted
+(:func:`helmholtz_pinn.fit.plan.plans`), and from there only the plans and the admitted
+data go down: the members trained by their plan (:mod:`helmholtz_pinn.fit.training`,
+:mod:`helmholtz_pinn.fit.chunks`, the one host loop
 :func:`helmholtz_pinn.fit.host_loop.run`), a law chosen where ``mu_model="auto"``
 (:mod:`helmholtz_pinn.fit.law_choice`) and the Results built
 (:mod:`helmholtz_pinn.fit.results`).
