@@ -1,10 +1,12 @@
 """The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
 
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
-volume (``slicewise=True``), on one device or many: the input is admitted
-(:mod:`helmholtz_pinn.fit.admission`), the request planned against the data and the
-devices (:func:`helmholtz_pinn.fit.plan.plan`), the members trained
-(:mod:`helmholtz_pinn.fit.training`, :mod:`helmholtz_pinn.fit.chunks`, the one host loop
+volume (``slicewise=True``), on one device or many: the input is admitted once
+(:func:`helmholtz_pinn.fit.admission.admitted`), the request planned against the data
+and the devices once, one frozen plan per law fitted
+(:func:`helmholtz_pinn.fit.plan.plans`), and from there only the plans and the admitted
+data go down: the members trained by their plan (:mod:`helmholtz_pinn.fit.training`,
+:mod:`helmholtz_pinn.fit.chunks`, the one host loop
 :func:`helmholtz_pinn.fit.host_loop.run`), a law chosen where ``mu_model="auto"``
 (:mod:`helmholtz_pinn.fit.law_choice`) and the Results built
 (:mod:`helmholtz_pinn.fit.results`).
@@ -18,9 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import jax
+
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import law_choice, memory
-from helmholtz_pinn.fit.plan import requested
+from helmholtz_pinn.fit import checkpoints, law_choice, memory
+from helmholtz_pinn.fit.admission import admitted
+from helmholtz_pinn.fit.plan import plans, requested
 from helmholtz_pinn.fit.results import results
 from helmholtz_pinn.fit.training import train
 from helmholtz_pinn.io.dataset import Dataset
@@ -89,9 +94,15 @@ def invert(
     """
     cfg = requested(config, overrides)
     memory.check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit
-    run = dict(slicewise=slicewise, devices=devices, callback=callback, progress=progress)
+    resume = checkpoints.resume_mode(resume)
+    drop = drop_empty_components
+    given = admitted(
+        data, slicewise=slicewise, force=force, drop=drop, metric_margin=cfg.metric_margin
+    )
+    where = dict(devices=devices, backend=jax.default_backend(), stacked=given.stacked)
     ckpt = dict(checkpoint_dir=checkpoint_dir, resume=resume)
-    more = dict(force=force, drop_empty_components=drop_empty_components)
+    fits = plans(given.datasets, cfg, estimates=given.estimates, **where, **ckpt)
+    run = dict(callback=callback, progress=progress)
     if cfg.mu_model == "auto":
-        return law_choice.auto_law(data, cfg, run, ckpt, more)
-    return results(train(data, cfg, **run, **ckpt, **more))
+        return law_choice.auto_law(given, fits, run)
+    return results(train(given, fits[0], **run))

@@ -12,58 +12,59 @@ import dataclasses
 import sys
 import time
 import warnings
-from pathlib import Path
+from collections.abc import Sequence
 
 from helmholtz_pinn.assess import laws
-from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit import chunks
-from helmholtz_pinn.fit.results import member_law_facts, results
+from helmholtz_pinn.fit.admission import Admitted
+from helmholtz_pinn.fit.plan import Plan
+from helmholtz_pinn.fit.results import results
+from helmholtz_pinn.fit.run_facts import member_law_facts
 from helmholtz_pinn.fit.training import Trained, train
-from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.report.result import Result
 
 
-def auto_law(data, cfg: Config, run: dict, ckpt: dict, more: dict) -> Result | list[Result]:
-    """``mu_model="auto"``: one frequency is fitted per-frequency (no law to choose);
+def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list[Result]:
+    """``mu_model="auto"`` on the admitted input ``given``, one fit per plan of ``plans``
+    (:func:`helmholtz_pinn.fit.plan.plans`; ``run``: the callback and the progress): one
+    frequency is fitted per-frequency (no law to choose);
     otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
     (the worst over a batch), and :func:`laws.choice` keeps one and says whether the
     spreads separated the laws (``determined``; if not, ``map_difference``, how far the
     two laws' G' maps differ). A checkpoint folder gets
-    one subfolder per law; the warnings of the fit not kept are dropped. Every Result's
+    one subfolder per law (the plan's); the warnings of the fit not kept are dropped. Every Result's
     ``law`` fact records the choice and the spread of each law tried.
 
     The two fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
     choice was measured); the kept fit's phase then continues to the plan's
     ``lbfgs_continued_to`` (:data:`helmholtz_pinn.fit.plan.LBFGS_STEPS`,
-    :func:`_continued`), so the map is a named law's. An ``lbfgs_steps`` given in ``cfg`` is
-    every fit's phase, not continued."""
-    first = data if isinstance(data, Dataset) else next(iter(data), None)
-    if isinstance(first, Dataset) and first.n_freq == 1:
+    :func:`_continued`), so the map is a named law's. An ``lbfgs_steps`` given in the
+    request is every fit's phase, not continued."""
+    if len(plans) == 1:
         record = {"mu_model": laws.ONE_FREQUENCY, "chosen_by": "one frequency: no law to choose"}
-        return _with_law(results(train(data, cfg, **run, **ckpt, **more)), record)
+        return _with_law(results(train(given, plans[0], **run)), record)
     tried = {}
     trained, caught = {}, {}
     t0 = time.perf_counter()
-    for law in laws.ORDER:
-        folder = ckpt["checkpoint_dir"]
-        where = dict(ckpt, checkpoint_dir=None if folder is None else Path(folder) / law)
-        if tried and where["resume"] == "strict":  # the run continued began with the first law
-            where["resume"] = True
+    for plan in plans:
+        law = plan.mu_model
         if tried and run["progress"]:
             print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
         n = len(tried) + 1  # each bar says which of the fits it is
         label = f"auto: {law}, law {n} of {len(laws.ORDER)}" if run["progress"] else False
         with warnings.catch_warnings(record=True) as caught[law]:
             warnings.simplefilter("always")
-            trained[law] = train(data, cfg, law=law, **dict(run, progress=label), **where, **more)
+            trained[law] = train(given, plan, **dict(run, progress=label))
         tried[law] = _law_spread(trained[law])
     decision = laws.choice(tried)
     law = decision.kept
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     difference = _map_difference(trained)  # before the kept fit goes on
-    kept = trained[law] if cfg.lbfgs_steps is not None else _continued(trained[law], run)
+    kept = trained[law]
+    if kept.plan.lbfgs_continued_to > kept.plan.lbfgs_steps:  # not an lbfgs_steps given
+        kept = _continued(kept, run)
     kept.fitted.facts["laws_tried"] = list(tried)  # fit_quality's advice names the others
     seconds = time.perf_counter() - t0
     record = {

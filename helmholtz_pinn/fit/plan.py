@@ -6,7 +6,7 @@ such field with one rule function per field below (the network sizes and the bat
 the data's dimension, the laws to fit, the Adam steps and the L-BFGS phase, the TF32
 steps, mu_ref (Pa), the Fourier scales (cycles per field of view), the PDE margin
 (voxels), the chunks and the placement on the devices). The fit, its checkpoints and
-``metrics.json`` (the ``plan`` record, :meth:`Plan.record`) read the plan; nothing
+``metrics.json`` (the ``plan`` record, :attr:`Plan.record`) read the plan; nothing
 downstream changes a setting. A default derived from the data belongs in its field's rule
 function. Why each default is what it is: docs/defaults.md.
 """
@@ -92,6 +92,10 @@ class Plan:
       datasets_per_chunk: datasets trained at once (all of them unless chunked).
       rows: the voxel rows of every member's problem (the largest mask; padded).
       placement: where one chunk runs (:class:`helmholtz_pinn.fit.placement.Placement`).
+      checkpoint_dir: this fit's checkpoint folder (a law's subfolder where auto fits
+        several), or None.
+      resume: how this fit resumes from ``checkpoint_dir``: False, True or "strict"
+        (:func:`helmholtz_pinn.fit.checkpoints.resume_mode`).
     """
 
     config: Config
@@ -111,6 +115,8 @@ class Plan:
     datasets_per_chunk: int
     rows: int
     placement: placement.Placement
+    checkpoint_dir: Path | None = None
+    resume: bool | str = False
 
     @property
     def mu_model(self) -> str:
@@ -162,6 +168,7 @@ class Plan:
             tf32_steps=self.tf32_steps,
         )
 
+    @property
     def record(self) -> dict:
         """The ``plan`` record of ``metrics.json``: what was asked where it was decided
         or cut, and what runs."""
@@ -194,6 +201,7 @@ class Plan:
             "parallel": self.placement.mode,
         }
 
+    @property
     def notes(self) -> list[str]:
         """Run notes on what the plan changed of the request: the Adam steps cut at
         ``lbfgs_from`` for an L-BFGS phase, rounded up to whole blocks."""
@@ -234,7 +242,8 @@ def plan(
     backend: str = "cpu",
     stacked: bool = False,
     estimates: Sequence[float | None] | None = None,
-    datasets_per_chunk: int | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool | str = False,
 ) -> Plan:
     """The plan of one law's fit of ``datasets`` (the run's members: one dataset, a
     batch, or the z-slices of a slicewise fit) with the request ``cfg``.
@@ -242,28 +251,55 @@ def plan(
     ``law``: the law of this fit, one of :func:`laws` (default its first); ``devices``
     as :func:`helmholtz_pinn.fit.placement.plan` takes it; ``backend`` JAX's default
     backend ("gpu": TF32 may apply); ``stacked``: members on a leading axis;
-    ``estimates``: the datasets' AHI estimates (Pa) where computed; ``datasets_per_chunk``:
-    a resumed run's chunk size (else from the memory).
+    ``estimates``: the datasets' AHI estimates (Pa) where computed; ``checkpoint_dir``
+    and ``resume``: where this fit checkpoints and how it resumes (a resumed stacked
+    run keeps its saved chunk size, :func:`saved_chunk_size`, else the memory decides).
     """
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
     spec = program(cfg, first.ndim, first.n_freq, first.n_comp, law or tried[0])
-    lbfgs = lbfgs_steps(datasets, cfg, spec.pde, judged=len(tried) > 1)
+    form = spec.form  # looked up once: its L-BFGS default, its margin
+    lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
     mu_ref = reference_modulus(datasets, cfg, estimates)
     factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
-    margins = tuple(pde_margin(d, cfg, spec.pde, mu_ref) for d in datasets)
-    size, rows, where = layout(datasets, cfg, spec, stacked, devices, datasets_per_chunk)
+    margins = tuple(pde_margin(d, cfg, form, mu_ref) for d in datasets)
+    saved = saved_chunk_size(checkpoint_dir) if resume and stacked else None
+    size, rows, where = layout(datasets, cfg, spec, stacked, devices, saved)
     skipped = None
     if lbfgs and len(where.devices) > 1:
         skipped = f"runs on one device; this fit used {len(where.devices)}"
     tf32_applies = backend == "gpu" and jax.config.jax_default_matmul_precision is None
     tf32 = tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies)
     continued = LBFGS_STEPS if len(tried) > 1 and cfg.lbfgs_steps is None and lbfgs else lbfgs
+    folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
-        factor, margins, stacked, size, rows, where,
+        factor, margins, stacked, size, rows, where, folder, resume,
     )  # fmt: skip
+
+
+def plans(
+    datasets: Sequence[Dataset],
+    cfg: Config,
+    *,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool | str = False,
+    **where,
+) -> tuple[Plan, ...]:
+    """The plans of a run, one per law it fits (:func:`laws`, in that order), each by
+    :func:`plan` with ``where`` (devices, backend, stacked, estimates). Where auto fits
+    several laws, each checkpoints in its own subfolder ``checkpoint_dir/<law>``, and a
+    ``resume="strict"`` holds for the first law only (the run continued began with it)."""
+    tried = laws(cfg, datasets[0].n_freq)
+    out = []
+    for i, law in enumerate(tried):
+        folder = checkpoint_dir
+        if len(tried) > 1 and folder is not None:
+            folder = Path(folder) / law
+        mode = True if i and resume == "strict" else resume
+        out.append(plan(datasets, cfg, law=law, checkpoint_dir=folder, resume=mode, **where))
+    return tuple(out)
 
 
 # --- one rule per resolved field ---------------------------------------------------
@@ -312,7 +348,7 @@ def program(
     )
 
 
-def lbfgs_steps(datasets: Sequence[Dataset], cfg: Config, pde: str, *, judged: bool) -> int:
+def lbfgs_steps(datasets: Sequence[Dataset], cfg: Config, form: forms.Form, *, judged: bool) -> int:
     """The L-BFGS phase's iterations: ``lbfgs_steps`` as asked; None: :data:`LBFGS_STEPS`
     (:data:`AUTO_LBFGS_STEPS` for the fits of a law choice, ``judged``) for one fit of a
     form with ``lbfgs_default`` (navier; one dataset, no ensemble) longer than
@@ -321,8 +357,7 @@ def lbfgs_steps(datasets: Sequence[Dataset], cfg: Config, pde: str, *, judged: b
     if cfg.lbfgs_steps is not None:
         return cfg.lbfgs_steps
     one = len(datasets) == 1 and cfg.ensemble == 1
-    form = one and forms.get(pde).lbfgs_default
-    long = form and cfg.steps > cfg.lbfgs_from
+    long = one and form.lbfgs_default and cfg.steps > cfg.lbfgs_from
     whole = long and int(np.count_nonzero(datasets[0].mask)) <= cfg.lbfgs_points
     clean = whole and problem.best_noise(datasets[0]) < CLEAN_NOISE
     return (AUTO_LBFGS_STEPS if judged else LBFGS_STEPS) if clean else 0
@@ -388,17 +423,17 @@ def fourier_scales(
     return factor, cfg.sigma_u or factor * cycles, cfg.sigma_mu or cfg.sigma_factor_mu * cycles
 
 
-def pde_margin(dataset: Dataset, cfg: Config, pde: str, mu_ref: float) -> int:
+def pde_margin(dataset: Dataset, cfg: Config, form: forms.Form, mu_ref: float) -> int:
     """Voxels along the field of view's in-plane edges without a PDE residual
     (:func:`helmholtz_pinn.pinn.problem.pde_rows`): the configured ``pde_margin``,
-    else the form's ``pde_margin`` fraction (:class:`helmholtz_pinn.pinn.forms.Form`, by
-    the data's dimension)
+    else the ``form``'s ``pde_margin`` fraction (:class:`helmholtz_pinn.pinn.forms.Form`,
+    by the data's dimension)
     of :func:`helmholtz_pinn.pinn.problem.shortest_wavelength` (at ``mu_ref``, Pa) in
     in-plane voxels (their mean size, m), rounded, at least 1. The layer it leaves out
     scales with the wavelength, not with the voxel."""
     if cfg.pde_margin is not None:
         return cfg.pde_margin
-    fraction = forms.get(pde).pde_margin.get(dataset.ndim, 0.0)
+    fraction = form.pde_margin.get(dataset.ndim, 0.0)
     if not fraction:
         return 0
     voxel = float(np.mean(dataset.spacing[:2]))
@@ -467,7 +502,7 @@ def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
     shared = dict(spec=spec, mu_ref=mu_ref, sigma_u=sigma_u, sigma_mu=sigma_mu)
     shared.update(sigma_factor_u=factor, weighting=cfg.weighting, noise_floor=cfg.noise_floor)
     return [
-        problem.prepare(d, **shared, pde_margin=pde_margin(d, cfg, spec.pde, mu_ref))
+        problem.prepare(d, **shared, pde_margin=pde_margin(d, cfg, spec.form, mu_ref))
         for d in datasets
     ]
 

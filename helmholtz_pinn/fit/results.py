@@ -16,8 +16,9 @@ from helmholtz_pinn.assess import fit_checks
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import warn
 from helmholtz_pinn.fit import chunks, host_loop
-from helmholtz_pinn.fit.run_facts import SHORT_RUN, law_facts, run_facts
+from helmholtz_pinn.fit.run_facts import SHORT_RUN, member_law_facts, run_facts
 from helmholtz_pinn.fit.training import Trained
+from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.report.result import Result, make_result
 
 
@@ -31,12 +32,10 @@ def results(t: Trained) -> Result | list[Result]:
     facts = dict(devices=len(where.devices), parallel=where.mode, **fitted.facts)
     e, stacked, cfg = plan.ensemble, plan.stacked, plan.config
     settings = plan.settings(fitted.facts.get("lbfgs", {}).get("steps"))
+    if t.slicewise:
+        return _volume_result(t, settings, facts)
     members = [chunks.rows_of(state, i, e, stacked) for i in range(len(datasets))]
     wall, law = t.seconds, member_law_facts(t)
-    if t.slicewise:
-        facts.update(law[0])
-        volume = _volume_result(t, maps, settings, preps[0], state, history, wall, facts)
-        return _warn_short(_in_data_units(volume, t.scales[0]))
     out = []
     for i, ((mus, u_fit, _), prep, dataset) in enumerate(zip(maps, preps, datasets, strict=True)):
         rows = slice(i * e, (i + 1) * e) if e > 1 else i
@@ -46,29 +45,22 @@ def results(t: Trained) -> Result | list[Result]:
             run.update(batch_members=len(datasets), batch_index=i)
         run.update(law[i])
         kept = _members_of_map(run, cfg)
-        u_mean = u_fit[kept].mean(axis=0)
-        result = make_result(dataset, settings, mus[kept], u_mean, run, hist, members[i])
-        out.append(_in_data_units(result, t.scales[i]))
-    _warn_short(out[0])
+        if i == 0:
+            _warn_short(run)
+        dataset, u_mean = _in_data_units(dataset, u_fit[kept].mean(axis=0), t.scales[i])
+        out.append(make_result(dataset, settings, mus[kept], u_mean, run, hist, members[i]))
     return out if stacked else out[0]
 
 
-def member_law_facts(t: Trained) -> list[dict]:
-    """:func:`helmholtz_pinn.fit.run_facts.law_facts` of trained members, one per Result:
-    per dataset, or one over all the slices of a slicewise fit."""
-    maps = t.fitted.maps
-    if t.slicewise:
-        return [law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency)]
-    return [law_facts(s, d.frequency) for (*_, s), d in zip(maps, t.datasets, strict=True)]
-
-
-def _volume_result(t: Trained, maps, settings, prep, state, history, wall, facts) -> Result:
+def _volume_result(t: Trained, settings, facts: dict) -> Result:
     """Slice maps put back on the volume's grid (NaN on slices not fitted); each slice's
     ensemble members in a poorer optimum are left out of its map (:func:`kept_members`;
-    NaN members, which :func:`make_result` skips). ``facts`` include the law facts over
-    all the slices (:func:`member_law_facts`)."""
-    volume, keep, cfg = t.data, t.keep, t.plan.config
-    run = run_facts(prep, t.plan, state, history, wall, **facts, **t.checks[0], mode="slicewise")
+    NaN members, which :func:`make_result` skips). The run facts hold ``facts`` and the
+    law facts over all the slices (:func:`~helmholtz_pinn.fit.run_facts.member_law_facts`)."""
+    volume, keep, cfg, fitted = t.data, t.keep, t.plan.config, t.fitted
+    maps, state, history = fitted.maps, fitted.state, fitted.history
+    facts = {**facts, **member_law_facts(t)[0], **t.checks[0]}
+    run = run_facts(fitted.preps[0], t.plan, state, history, t.seconds, **facts, mode="slicewise")
     skipped = [k for k in range(volume.grid[2]) if k not in keep]
     run.update(slices_fitted=keep, slices_skipped=skipped)
     e = cfg.ensemble
@@ -91,17 +83,18 @@ def _volume_result(t: Trained, maps, settings, prep, state, history, wall, facts
             "(ensemble_dropped_seeds: slice -> seeds)"
         )
         _note_and_warn(run, note)
+    _warn_short(run)
+    volume, u_fit = _in_data_units(volume, u_fit, t.scales[0])
     return make_result(volume, settings, mus, u_fit, run, history, state)
 
 
-def _in_data_units(result: Result, scale: float) -> Result:
-    """``result`` of data whose u was divided by ``scale`` (:func:`unit_amplitude`) with
-    its fitted field and its dataset's u in the data's unit again (the modulus does not
-    depend on u's scale)."""
-    if scale != 1.0:
-        result.u_fit = result.u_fit * scale
-        result.dataset = dataclasses.replace(result.dataset, u=result.dataset.u * scale)
-    return result
+def _in_data_units(dataset: Dataset, u_fit: np.ndarray, scale: float) -> tuple:
+    """(``dataset``, ``u_fit``) of data whose u was divided by ``scale``
+    (:func:`~helmholtz_pinn.io.dataset.unit_amplitude`) in the data's unit again (the
+    modulus does not depend on u's scale)."""
+    if scale == 1.0:
+        return dataset, u_fit
+    return dataclasses.replace(dataset, u=dataset.u * scale), u_fit * scale
 
 
 def kept_members(final_losses, keep: float) -> list[int]:
@@ -142,9 +135,9 @@ def _note_and_warn(run: dict, note: str) -> None:
     warn(note, fit_checks.FitQualityWarning)
 
 
-def _warn_short(result: Result) -> Result:
-    """Warn (FitQualityWarning) once per call for a short-run note of ``result``."""
-    for note in result.metrics.get("notes", []):
+def _warn_short(run: dict) -> None:
+    """Warn (FitQualityWarning) for a short-run note of the run facts ``run`` (once per
+    call of :func:`results`: the first member's)."""
+    for note in run.get("notes", []):
         if note.startswith(SHORT_RUN):
             warn(note, fit_checks.FitQualityWarning)
-    return result

@@ -5,6 +5,8 @@ Units: moduli in Pa, lengths in m, times in s, losses nondimensional.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import numpy as np
 
@@ -12,6 +14,9 @@ from helmholtz_pinn.fit.plan import NOISY_2D, SIGMA_FACTOR_U_2D, Plan
 from helmholtz_pinn.pinn import dispersion, train
 from helmholtz_pinn.pinn.problem import Prepared
 from helmholtz_pinn.report.records import RunFacts
+
+if TYPE_CHECKING:
+    from helmholtz_pinn.fit.training import Trained
 
 SHORT_RUN = "short run"
 
@@ -21,7 +26,7 @@ def run_facts(
 ) -> RunFacts:
     """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
     margin (voxels) and the fraction of the mask's voxels with a PDE residual, final
-    losses (nondimensional), retries, the ``plan`` (:meth:`Plan.record`: what was asked
+    losses (nondimensional), retries, the ``plan`` (:attr:`Plan.record`: what was asked
     and what ran); ``extra`` adds or overrides entries."""
     last, cfg = (history[-1] if history else {}), plan.config
     facts: RunFacts = {
@@ -46,7 +51,7 @@ def run_facts(
         ],
         "field_weight": np.round(np.asarray(prep.problem.weight, float), 4).tolist(),
         "assumption": _assumption(prep.spec),
-        "plan": plan.record(),
+        "plan": plan.record,
         **extra,
     }
     facts["notes"] = run_notes(plan, facts)
@@ -63,7 +68,7 @@ def run_facts(
 
 def run_notes(plan: Plan, facts: dict) -> list[str]:
     """What a user should know about how the run went: a resume (or a resume that found
-    no checkpoint), the request the plan cut or rounded (:meth:`Plan.notes`: the Adam
+    no checkpoint), the request the plan cut or rounded (:attr:`Plan.notes`: the Adam
     steps cut at ``lbfgs_from`` for an L-BFGS phase, rounded up to whole blocks), an
     early stop, a fit that
     ended inside the PDE warm-up or before the learning-rate schedule could act, a PDE
@@ -91,7 +96,7 @@ def run_notes(plan: Plan, facts: dict) -> list[str]:
             f"removed an earlier run's checkpoints from {facts['cleared_checkpoints']} once "
             "this run's first checkpoint was written: a fit without resume=True starts afresh"
         )
-    notes += plan.notes()
+    notes += plan.notes
     if ran < planned:
         notes.append(f"stopped early at step {ran} of {planned}: the loss stalled at min_lr")
     if ran < cfg.pde_warmup:
@@ -160,3 +165,12 @@ def law_facts(scale: np.ndarray, frequency: np.ndarray) -> dict:
         ],
         "law_spread": round(dispersion.spread(mean), 4),
     }
+
+
+def member_law_facts(t: Trained) -> list[dict]:
+    """:func:`law_facts` of trained members, one per Result:
+    per dataset, or one over all the slices of a slicewise fit."""
+    maps = t.fitted.maps
+    if t.slicewise:
+        return [law_facts(np.concatenate([s for *_, s in maps]), t.data.frequency)]
+    return [law_facts(s, d.frequency) for (*_, s), d in zip(maps, t.datasets, strict=True)]

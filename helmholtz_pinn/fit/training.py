@@ -1,7 +1,8 @@
-"""One law's fit: check and scale the input, plan the run, train its members.
+"""One law's fit: train the admitted members of a run by its plan.
 
 :func:`train` is what :func:`helmholtz_pinn.fit.inversion.invert` runs once per law
-fitted; :mod:`helmholtz_pinn.fit.results` turns its :class:`Trained` members into Results.
+fitted, with that law's :class:`~helmholtz_pinn.fit.plan.Plan`;
+:mod:`helmholtz_pinn.fit.results` turns its :class:`Trained` members into Results.
 """
 
 from __future__ import annotations
@@ -9,13 +10,10 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import jax
-
-from helmholtz_pinn.assess import metrics
-from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import InputError
-from helmholtz_pinn.fit import admission, checkpoints, chunks, plan
-from helmholtz_pinn.io.dataset import Dataset, unit_amplitude, z_slices
+from helmholtz_pinn.fit import checkpoints, chunks
+from helmholtz_pinn.fit.admission import Admitted
+from helmholtz_pinn.fit.plan import Plan
+from helmholtz_pinn.io.dataset import Dataset
 
 
 @dataclasses.dataclass
@@ -38,46 +36,23 @@ class Trained:
     seconds: float
 
     @property
-    def plan(self) -> plan.Plan:
+    def plan(self) -> Plan:
         return self.fitted.plan
 
 
-def train(
-    data, cfg: Config, *, law: str | None = None, slicewise, devices, callback, progress,
-    checkpoint_dir, resume, force, drop_empty_components,
-) -> Trained:  # fmt: skip
-    """Check, scale, plan (:func:`helmholtz_pinn.fit.plan.plan`, for the law ``law``)
-    and train one law's members."""
-    resume = checkpoints.resume_mode(resume)
+def train(given: Admitted, plan: Plan, *, callback, progress) -> Trained:
+    """Train the members of the admitted input ``given`` by ``plan`` (one law's fit),
+    checkpointed in the plan's ``checkpoint_dir``."""
     t0 = time.perf_counter()
-    one = isinstance(data, Dataset)
-    if slicewise and not one:
-        raise InputError("slicewise=True takes one 3-D Dataset, not a list")
-    scaled = [unit_amplitude(d) for d in ([data] if one else admission.check_batch(data))]
-    scales = [s for _, s in scaled]  # u / s: scale-free numerics; u_fit * s at the end
-    admitted = [
-        admission.admit(d, force, drop_empty_components, None if one else i)
-        for i, (d, _) in enumerate(scaled)
-    ]
-    checks = [facts for _, facts in admitted]
-    data = admitted[0][0] if one else admission.check_batch([d for d, _ in admitted])
-    for d in [data] if one else data:  # a metric margin that leaves nothing: refused now
-        metrics.interior_mask(d.mask, cfg.metric_margin, (0, 1) if slicewise else None)
-    datasets, keep = z_slices(data) if slicewise else ([data] if one else data, None)
-    stacked = len(datasets) > 1 or slicewise
-    saved = plan.saved_chunk_size(checkpoint_dir) if resume and stacked else None
-    run_plan = plan.plan(
-        datasets,
-        cfg,
-        law=law,
-        devices=devices,
-        backend=jax.default_backend(),
-        stacked=stacked,
-        estimates=None if slicewise else [c["ahi_estimate_pa"] for c in checks],
-        datasets_per_chunk=saved,
+    data, folder = given.data, plan.checkpoint_dir
+    one = [data] if isinstance(data, Dataset) else data
+    prints = None if folder is None else checkpoints.fingerprint(one)
+    ckpt = (folder, prints, plan.resume)
+    fitted = chunks.fit_members(
+        given.datasets, plan, callback=callback, progress=progress, ckpt=ckpt
     )
-    prints = None if checkpoint_dir is None else checkpoints.fingerprint([data] if one else data)
-    ckpt = (checkpoint_dir, prints, resume)
-    fitted = chunks.fit_members(datasets, run_plan, callback=callback, progress=progress, ckpt=ckpt)
-    seconds = time.perf_counter() - t0
-    return Trained(data, datasets, keep, scales, checks, fitted, slicewise, seconds)
+    seconds = given.seconds + time.perf_counter() - t0
+    return Trained(
+        data, given.datasets, given.keep, given.scales, given.checks, fitted, given.slicewise,
+        seconds,
+    )  # fmt: skip

@@ -12,7 +12,7 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices
 from helmholtz_pinn.cli import commands as cli
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DeviceMemoryError
-from helmholtz_pinn.fit import chunks, inversion, memory, training
+from helmholtz_pinn.fit import admission, chunks, inversion, memory
 from helmholtz_pinn.io import dataset as data
 from helmholtz_pinn.report import result as report
 
@@ -71,7 +71,7 @@ def _held_arrays(monkeypatch) -> list:
     """A list that collects the nbytes of the arrays a run keeps: each member's maps,
     the u / s copies of the data (unit_amplitude)."""
     held = []
-    maps, scale = chunks._maps, training.unit_amplitude
+    maps, scale = chunks._maps, admission.unit_amplitude
 
     def spy_maps(*args):
         mus, u_fit, law = maps(*args)
@@ -84,7 +84,7 @@ def _held_arrays(monkeypatch) -> list:
         return scaled, s
 
     monkeypatch.setattr(chunks, "_maps", spy_maps)
-    monkeypatch.setattr(training, "unit_amplitude", spy_scale)
+    monkeypatch.setattr(admission, "unit_amplitude", spy_scale)
     return held
 
 

@@ -50,7 +50,7 @@ def test_a_request_cut_for_the_lbfgs_phase_is_said_plainly():
     cfg = Config(mu_ref=3000.0, steps=20000, lbfgs_steps=40, lbfgs_from=5000)
     plan = run_plan.plan([plane_wave_dataset()], cfg, devices=1)
     assert (plan.steps, plan.lbfgs_steps, plan.settings().steps) == (5000, 40, 5000)
-    record = plan.record()
+    record = plan.record
     assert (record["steps_asked"], record["steps"], record["lbfgs_steps"]) == (20000, 5000, 40)
     assert run_facts.run_notes(plan, {"steps": 5000}) == [
         "steps=20000 asked; 5000 Adam steps ran (lbfgs_from=5000) and then an L-BFGS phase "

@@ -86,8 +86,8 @@ def test_stacked_members_get_the_lbfgs_phase_as_each_alone(prepared):
 
 def _lbfgs(datasets, cfg, judged=False):
     """The plan's L-BFGS iterations for ``datasets`` and ``cfg``."""
-    pde = forms.resolve(cfg.pde, datasets[0].n_comp)
-    return run_plan.lbfgs_steps(datasets, cfg, pde, judged=judged)
+    form = forms.get(forms.resolve(cfg.pde, datasets[0].n_comp))
+    return run_plan.lbfgs_steps(datasets, cfg, form, judged=judged)
 
 
 def test_the_phase_runs_on_one_clean_long_navier_fit_of_a_field_its_sample_holds():
@@ -190,9 +190,11 @@ def test_auto_continues_the_kept_law_unless_the_phase_length_is_given(monkeypatc
     every fit's whole phase, not continued."""
     continued = []
 
-    def trained(data, cfg, law=None, **kw):  # a law's fit, as far as the choice reads it
+    def trained(given, plan, **kw):  # a law's fit, as far as the choice reads it
         ns = types.SimpleNamespace
-        return ns(law=law, plan=ns(stacked=True), fitted=ns(facts={}))
+        goes_on = 4 if plan.config.lbfgs_steps is None else plan.lbfgs_continued_to
+        phase = ns(stacked=True, lbfgs_steps=plan.lbfgs_steps, lbfgs_continued_to=goes_on)
+        return ns(law=plan.mu_model, plan=phase, fitted=ns(facts={}))
 
     monkeypatch.setattr(law_choice, "train", trained)
     spreads = {"springpot": 0.02, "voigt": 0.01}

@@ -338,18 +338,19 @@ def test_the_pde_margin_leaves_out_the_rim_rows_of_the_pde_term_only():
 def test_the_pde_margin_default_is_a_sixth_of_the_wavelength_for_3d_navier_fits_only():
     from helmholtz_pinn.fit.plan import pde_margin
     from helmholtz_pinn.io.dataset import Dataset
+    from helmholtz_pinn.pinn.forms import get
     from helmholtz_pinn.pinn.problem import pde_rows
 
     def volume(h):  # 100 Hz, mu_ref 3.2 kPa: lambda_min = sqrt(3.2) / 100 m = 17.9 mm
         return Dataset(np.ones((1, 3, 4, 4, 4), complex), np.array([100.0]), np.full(3, h))
 
-    cfg = Config(mu_ref=3200.0)
-    assert pde_margin(volume(1e-3), cfg, "navier", cfg.mu_ref) == 3  # 17.9 / 6 = 2.98 voxels
-    assert pde_margin(volume(2e-3), cfg, "navier", cfg.mu_ref) == 1  # 1.49 voxels
-    assert pde_margin(volume(5e-3), cfg, "navier", cfg.mu_ref) == 1  # at least one voxel
-    assert pde_margin(volume(1e-3), cfg, "hetero", cfg.mu_ref) == 0
-    assert pde_margin(plane_wave_dataset(), cfg, "navier", cfg.mu_ref) == 0  # 2-D
-    assert pde_margin(plane_wave_dataset(), cfg.replace(pde_margin=1), "hetero", cfg.mu_ref) == 1
+    cfg, navier, hetero = Config(mu_ref=3200.0), get("navier"), get("hetero")
+    assert pde_margin(volume(1e-3), cfg, navier, cfg.mu_ref) == 3  # 17.9 / 6 = 2.98 voxels
+    assert pde_margin(volume(2e-3), cfg, navier, cfg.mu_ref) == 1  # 1.49 voxels
+    assert pde_margin(volume(5e-3), cfg, navier, cfg.mu_ref) == 1  # at least one voxel
+    assert pde_margin(volume(1e-3), cfg, hetero, cfg.mu_ref) == 0
+    assert pde_margin(plane_wave_dataset(), cfg, navier, cfg.mu_ref) == 0  # 2-D
+    assert pde_margin(plane_wave_dataset(), cfg.replace(pde_margin=1), hetero, cfg.mu_ref) == 1
     with pytest.raises(ConfigError, match="pde_margin"):
         Config(pde_margin=-1)
     mask = np.ones((8, 9, 4), bool)
