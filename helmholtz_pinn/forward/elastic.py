@@ -492,10 +492,12 @@ def _voxel_centres(n: np.ndarray, h: np.ndarray, output: str) -> tuple[tuple[int
 
 
 def shared_noise(data: Dataset, noise_db: float, seed: int = 0) -> Dataset:
-    """``data`` with :func:`phantoms.add_noise` at ``noise_db`` dB relative to the mean
-    power of all components per frequency: one absolute noise level for every component
-    (as in a scanner), so a weak component has a lower SNR."""
-    u = add_noise(data.u.reshape(data.n_freq, 1, -1), noise_db, seed).reshape(data.u.shape)
+    """``data`` with :func:`phantoms.add_noise` at ``noise_db`` dB inside its mask,
+    relative to the mean power of all components there per frequency: one absolute noise
+    level for every component (as in a scanner), so a weak component has a lower SNR."""
+    u, inside = data.u.copy(), data.mask
+    noisy = add_noise(u[:, :, inside].reshape(data.n_freq, 1, -1), noise_db, seed)
+    u[:, :, inside] = noisy.reshape(data.n_freq, data.n_comp, -1)
     return dataclasses.replace(data, u=u)
 
 
