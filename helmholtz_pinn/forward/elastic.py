@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -313,7 +314,7 @@ def _tissues(background, inclusions: Sequence[Inclusion], viscosity: float) -> t
     named += [(f"inclusion {i} law", inc.law) for i, inc in enumerate(inclusions)]
     tissues = []
     for name, t in named:
-        law = t if isinstance(t, tuple) else voigt.Voigt(float(t), float(viscosity))
+        law = voigt.Voigt(float(t), float(viscosity)) if isinstance(t, numbers.Real) else t
         laws.check(law, name)
         tissues.append(law)
     return tuple(tissues)
