@@ -82,7 +82,7 @@ from accuracy_elastic import (
     NOISY_DB,
     NOISY_MAX_ERROR,
 )
-from study_report import emit, noise_label, num, pct, seconds
+from study_report import emit, noise_label, num, pct, scores, seconds
 
 import helmholtz_pinn as hp
 from helmholtz_pinn import lab
@@ -169,13 +169,7 @@ def accuracy_row(phantom: str, noise_db, method: str, facts: dict, mu, dataset) 
     }
     if mu is None:
         return row
-    m = hp.evaluate(mu, dataset)
-    m.pop("per_frequency", None)  # Re(mu) of the Voigt model is the same at every frequency
-    row["median_rel_error_storage"] = m.get("median_rel_error_storage")
-    row["pearson_r_storage"] = m.get("pearson_r_storage")
-    row["contrast_transfer"] = m.get("contrast_transfer", {})
-    row["metrics"] = m
-    return row
+    return {**row, **scores(mu, dataset, "median_rel_error_storage", "pearson_r_storage")}
 
 
 def machine() -> dict:

@@ -21,7 +21,6 @@ default Gaussian width).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -47,12 +46,9 @@ def simulate(args) -> int:
         t0 = time.perf_counter()
         clean = hp.simulate_clinical(name)
         hp.save(clean, out / f"{name}.npz")
-        inside, f = clean.u[:, :, clean.mask], clean.n_freq
-        for noise_db in args.noise:
-            u = clean.u.copy()
-            noisy = lab.add_noise(inside.reshape(f, 1, -1), noise_db, hp.CLINICAL_FAMILY[name].seed)
-            u[:, :, clean.mask] = noisy.reshape(inside.shape)
-            hp.save(dataclasses.replace(clean, u=u), out / f"{name}_{noise_db:g}dB.npz")
+        for noise_db in args.noise:  # as simulate_clinical(name, noise_db=...) draws it
+            noisy = lab.shared_noise(clean, noise_db, hp.CLINICAL_FAMILY[name].seed)
+            hp.save(noisy, out / f"{name}_{noise_db:g}dB.npz")
         print(f"{name}: grid {clean.grid}, {clean.frequency.tolist()} Hz, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
     return 0

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from study_report import emit, noise_label, num, pct, seconds
+from study_report import emit, noise_label, num, pct, scores, seconds
 
 import helmholtz_pinn as hp
 from helmholtz_pinn import lab
@@ -267,19 +267,11 @@ def cell_row(entry: dict, method: str, facts: dict, mu, dataset, extra: dict) ->
     }
     if mu is None:
         return row
-    m = hp.evaluate(mu, dataset)
-    m.pop("per_frequency", None)  # G' of the Voigt truth is the same at every frequency
-    loss, loss_per = loss_modulus_errors(mu, dataset)
-    row.update(
-        median_rel_error_storage=m.get("median_rel_error_storage"),
-        mean_rel_error_storage=m.get("mean_rel_error_storage"),
-        pearson_r_storage=m.get("pearson_r_storage"),
-        contrast_transfer=m.get("contrast_transfer", {}),
-        median_rel_error_loss=loss,
-        median_rel_error_loss_per_frequency=loss_per,
-        metrics=m,
-    )
-    return row
+    keys = ("median_rel_error_storage", "mean_rel_error_storage", "pearson_r_storage")
+    got, (loss, loss_per) = scores(mu, dataset, *keys), loss_modulus_errors(mu, dataset)
+    metrics = got.pop("metrics")
+    return {**row, **got, "median_rel_error_loss": loss,
+            "median_rel_error_loss_per_frequency": loss_per, "metrics": metrics}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- running

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import K_WAVE, SCAN_STEPS, SPEC_PDE_WEIGHT, Recorder, workload  # noqa: E402
+from benchmark import K_WAVE, SCAN_STEPS, SPEC_PDE_WEIGHT, Recorder, repeat, workload  # noqa: E402
 
 SOFTPLUS_ONE = math.log(math.e - 1.0)
 ETA_SCALE = 0.1
@@ -139,15 +138,8 @@ class Bench:
 
 
 def time_reps(fn, reps, per_call, sync):
-    fn()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append((time.perf_counter() - t0) / per_call * 1e6)
-    return statistics.median(times), min(times)
+    """:func:`benchmark.repeat` of ``fn`` followed by ``sync`` (the device's queue drained)."""
+    return repeat(lambda: (fn(), sync()), reps, per_call)
 
 
 def eager(bench, steps):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import helmholtz_pinn as hp
 from helmholtz_pinn import lab
 
 
@@ -29,6 +30,16 @@ def seconds(x) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
     return f"{x:.1f}" if x >= 10 else f"{x:.2g}" if x >= 0.01 else "< 0.01"
+
+
+def scores(mu, dataset, *keys: str) -> dict:
+    """A map's numbers against the truth (``hp.evaluate``, first frequency: the G' of
+    Voigt truth is the same at every frequency): ``keys`` of them, ``contrast_transfer``
+    and all of them under ``metrics``."""
+    m = hp.evaluate(mu, dataset)
+    m.pop("per_frequency", None)
+    return {**{k: m.get(k) for k in keys}, "contrast_transfer": m.get("contrast_transfer", {}),
+            "metrics": m}  # fmt: skip
 
 
 def emit(record: dict) -> None:

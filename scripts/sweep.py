@@ -185,10 +185,7 @@ def simulate(m: Member):
         _VOLUMES[key] = hp.simulate_clinical(organ_case(m))
     data = _VOLUMES[key]
     if m.noise_db is not None:
-        u, inside = data.u.copy(), data.mask
-        noisy = lab.add_noise(u[:, :, inside].reshape(data.n_freq, 1, -1), m.noise_db, m.seed)
-        u[:, :, inside] = noisy.reshape(data.n_freq, 3, -1)
-        data = dataclasses.replace(data, u=u)
+        data = lab.shared_noise(data, m.noise_db, m.seed)
     if m.slice:
         data = lab.middle_slice(data)
     f = [i for i, x in enumerate(data.frequency) if x in (m.fit_frequencies or m.frequencies)]

@@ -70,8 +70,8 @@ __all__ = [
 SMOOTHING_CHOICES = ("none", "gaussian", "savgol")
 METHODS = ("ahi", "curl_mdev")
 # Default Gaussian widths, voxels: at -20 dB the lowest median error of G' among the widths
-# that keep >= 90 % of the best contrast of the largest target (scripts/baseline_sigma.py;
-# docs/defaults.md).
+# that keep >= 90 % of the best contrast of the largest target (docs/defaults.md; the
+# rule is re-checked by tests/assess/test_baselines.py).
 AHI_SIGMA = 2.0
 CURL_SIGMA = 1.5
 

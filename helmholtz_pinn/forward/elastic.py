@@ -5,21 +5,26 @@ complex displacement 3-vector ``u`` obeys
 
     -rho omega^2 u = div( 2 mu eps(u) + lambda tr(eps(u)) I ),   eps(u) = (grad u + grad u^T)/2
 
-with the Voigt shear modulus ``mu = G' + i omega eta`` (``G'`` Pa, ``eta`` Pa s), a real
-Lame ``lambda`` (Pa; large, nearly incompressible, but the compressional wave stays),
-``rho`` in kg/m^3 and ``omega = 2 pi f`` in rad/s. Lengths are in m.
+with the complex shear modulus ``mu`` of each region's viscoelastic law
+(:mod:`helmholtz_pinn.laws`) at that frequency, written ``mu = G' + i omega eta`` with
+``G' = Re mu`` (Pa) and ``eta = Im mu / omega`` (Pa s; for a Voigt solid its viscosity,
+the same at every frequency), a real Lame ``lambda`` (Pa; large, nearly incompressible,
+but the compressional wave stays), ``rho`` in kg/m^3 and ``omega = 2 pi f`` in rad/s.
+Lengths are in m.
 
 Discretisation (scikit-fem): vector quadratic tetrahedra on a structured box mesh. The
 stiffness is linear in the moduli, so the real matrices ``K[G']``, ``K[eta]``,
-``K[lambda]``, the mass ``M`` (and a boundary dashpot ``C``) are assembled once, with the
+``K[lambda]``, the mass ``M`` (and a boundary dashpot ``C``) are assembled with the
 coefficient fields evaluated at the quadrature points, and every frequency solves
 
     (K[G'] + i omega K[eta] + K[lambda] - omega^2 M + i omega C) u = 0,  u = u_D on Dirichlet dofs
 
-(complex symmetric, sparse direct LU). :func:`simulate_elastic` drives a slab phantom on
-its ``y = 0`` face and returns ``u`` at the voxel centres as a :class:`Dataset`. The pieces
-(:func:`vector_basis`, :func:`shear_stiffness`, :func:`dashpot`, :func:`solve_system`) also
-serve media whose modulus follows another law per frequency
+(complex symmetric, sparse direct LU). ``K[lambda]`` and ``M`` are assembled once;
+``K[G']``, ``K[eta]`` and ``C`` again at a frequency where the law's ``G'`` or ``eta``
+differ from the previous frequency's (a Voigt medium: once). :func:`simulate_elastic`
+drives a slab phantom on its ``y = 0`` face and returns ``u`` at the voxel centres as a
+:class:`Dataset`. The pieces (:func:`vector_basis`, :func:`shear_stiffness`,
+:func:`dashpot`, :func:`solve_system`) also serve the clinical-like family
 (:mod:`helmholtz_pinn.forward.clinical`: ``K[G'_f] + i K[G''_f]`` in place of
 ``K[G'] + i omega K[eta]``).
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -47,9 +53,9 @@ from helmholtz_pinn.laws import voigt
 
 __all__ = [
     "DEFAULT_FREQUENCIES", "LAYOUTS", "Inclusion", "Operators", "assemble", "box_mesh",
-    "component_of_dofs", "dashpot", "labels", "middle_slice", "nested_dissection", "sample",
-    "shared_noise", "shear_stiffness", "simulate_elastic", "solve", "solve_system",
-    "system_matrix", "vector_basis",
+    "component_of_dofs", "dashpot", "labels", "law_operators", "middle_slice",
+    "nested_dissection", "sample", "shared_noise", "shear_stiffness", "simulate_elastic",
+    "solve", "solve_system", "system_matrix", "vector_basis", "with_moduli",
 ]  # fmt: skip
 
 DEFAULT_FREQUENCIES: tuple[float, ...] = (60.0, 80.0, 100.0)
@@ -65,11 +71,14 @@ Field = Callable[[np.ndarray], np.ndarray]  # coordinates (3, ...) in m -> value
 
 class Inclusion(NamedTuple):
     """Elliptic cylinder along z through the slab: centre as fractions of the field of
-    view in (x, y), semi-axes in m, rotation in rad (counter-clockwise from x), ``G'`` Pa."""
+    view in (x, y), semi-axes in m, its tissue ``law``, rotation in rad (counter-clockwise
+    from x). ``law`` is a law's parameters (:mod:`helmholtz_pinn.laws`, e.g.
+    ``Springpot(6e3, 0.2)``) or a number: ``G'`` Pa of a Voigt solid whose viscosity is
+    the simulator's ``viscosity``."""
 
     centre: tuple[float, float]
     semi_axes: tuple[float, float]
-    storage: float
+    law: float | tuple
     angle: float = 0.0
 
 
@@ -177,19 +186,31 @@ def assemble(
     incidence (``C`` is assembled here, the factor ``i omega`` is applied per frequency).
     """
     basis = vector_basis(mesh)
+    points = np.asarray(basis.global_coordinates()).shape[1:]
+    k_lambda = asm(_bulk, basis, c=np.full(points, lam, float)).tocsr()
+    mass = asm(_mass, basis, c=np.full(points, rho, float)).tocsr()
+    ops = Operators(basis, None, None, k_lambda, mass, None)
+    return with_moduli(ops, storage, viscosity, lam, rho, absorbing)
+
+
+def with_moduli(
+    ops: Operators, storage: Field, viscosity: Field, lam: float, rho: float, absorbing=None
+) -> Operators:
+    """``ops`` with ``K[G']``, ``K[eta]`` and the dashpot ``C`` of the fields ``storage``
+    (``G'``, Pa) and ``viscosity`` (``eta``, Pa s) (:func:`assemble`; ``lam`` Pa and
+    ``rho`` kg/m^3 as there)."""
+    basis = ops.basis
     x = np.asarray(basis.global_coordinates())
     g = storage(x)
-    ops = dict(
-        k_storage=shear_stiffness(basis, g),
-        k_viscosity=shear_stiffness(basis, np.broadcast_to(viscosity(x), g.shape)),
-        k_lambda=asm(_bulk, basis, c=np.full_like(g, lam)).tocsr(),
-        mass=asm(_mass, basis, c=np.full_like(g, rho)).tocsr(),
-    )
     if absorbing is not None and len(absorbing):
         damping = dashpot(basis, absorbing, storage, lam, rho)
     else:
         damping = sparse.csr_matrix((basis.N, basis.N))
-    return Operators(basis, **ops, damping=damping)
+    return ops._replace(
+        k_storage=shear_stiffness(basis, g),
+        k_viscosity=shear_stiffness(basis, np.broadcast_to(viscosity(x), g.shape)),
+        damping=damping,
+    )
 
 
 def system_matrix(ops: Operators, omega: float) -> sparse.csr_matrix:
@@ -277,17 +298,42 @@ def _check_args(freqs, shape, spacing, drive, faces, z_faces, output, moduli) ->
             raise InputError(f"{name} must be one of {valid}; got {value!r}")
 
     def ok(name: str, v) -> bool:
+        if name == "mesh_size" and v is None:
+            return True  # from the wavelength
         return v is not None and np.isfinite(v) and (v > 0 or (v == 0 and name == "viscosity"))
 
     bad = {k: v for k, v in moduli.items() if not ok(k, v)}
     if bad:
-        raise InputError(f"lam, rho, background, mesh_size must be > 0, viscosity >= 0; got {bad}")
+        raise InputError(f"lam, rho, mesh_size must be > 0, viscosity >= 0; got {bad}")
 
 
-def _boundary(ops: Operators, extent, drive, z_faces: str):
+def _tissues(background, inclusions: Sequence[Inclusion], viscosity: float) -> tuple:
+    """The law parameters of region ``r`` at index ``r - 1`` (the background, then the
+    inclusions); a number is ``G'`` Pa of a Voigt solid of ``viscosity`` Pa s."""
+    named = [("background", background)]
+    named += [(f"inclusion {i} law", inc.law) for i, inc in enumerate(inclusions)]
+    tissues = []
+    for name, t in named:
+        law = voigt.Voigt(float(t), float(viscosity)) if isinstance(t, numbers.Real) else t
+        laws.check(law, name)
+        tissues.append(law)
+    return tuple(tissues)
+
+
+def _region_moduli(tissues: tuple, frequency: float) -> np.ndarray:
+    """``mu`` (Pa) of each region's law at ``frequency`` Hz, complex ``(regions,)``."""
+    return np.array([laws.modulus(t, frequency) for t in tissues], complex)
+
+
+def _region_field(values: np.ndarray, layout, extent) -> Field:
+    """The field of ``values[r - 1]`` in region ``r`` (:func:`labels`)."""
+    return lambda x: values[labels(layout, extent, x) - 1]
+
+
+def _boundary(basis: Basis, extent, drive, z_faces: str):
     """Dirichlet dofs and values: ``u = drive`` on ``y = 0``; ``u_z = 0`` on the z faces if
     sliding (the drive wins on shared edges)."""
-    at, comp = ops.basis.doflocs, component_of_dofs(ops.basis)
+    at, comp = basis.doflocs, component_of_dofs(basis)
     driven = np.flatnonzero(np.isclose(at[1], 0.0, atol=1e-9 * extent[1]))
     if z_faces != "sliding":
         return driven, drive[comp[driven]]
@@ -309,6 +355,27 @@ def _absorbing_facets(mesh: MeshTet, extent, faces: str, z_faces: str) -> np.nda
     return np.concatenate([np.zeros(0, np.int64), *found]).astype(np.int64)
 
 
+def law_operators(
+    mesh: MeshTet, layout, extent, tissues: tuple, frequencies, lam: float, rho: float, absorbing
+):
+    """``(frequency, Operators)`` for each of ``frequencies`` (Hz): region ``r`` of
+    ``layout`` (:func:`labels`) follows the law ``tissues[r - 1]``, as ``G' = Re mu`` and
+    ``eta = Im mu / omega`` (module doc). ``K[G']``, ``K[eta]`` and ``C`` are assembled
+    again only where they differ from the previous frequency's."""
+    ops, moduli = None, None
+    for f in frequencies:
+        mu = _region_moduli(tissues, f)
+        now = (mu.real, mu.imag / (2 * np.pi * f))
+        if moduli is None or not all(map(np.array_equal, now, moduli)):
+            moduli = now
+            fields = [_region_field(values, layout, extent) for values in now]
+            if ops is None:
+                ops = assemble(mesh, *fields, lam, rho, absorbing)
+            else:
+                ops = with_moduli(ops, *fields, lam, rho, absorbing)
+        yield f, ops
+
+
 def simulate_elastic(
     layout: str | Sequence[Inclusion] = "four-target",
     *,
@@ -317,7 +384,7 @@ def simulate_elastic(
     spacing: float | Sequence[float] = 1e-3,
     lam: float = 1e6,
     rho: float = 1000.0,
-    background: float = 3e3,
+    background: float | tuple = 3e3,
     viscosity: float = 1.0,
     drive: Sequence[float] = DEFAULT_DRIVE,
     faces: str = "free",
@@ -332,9 +399,8 @@ def simulate_elastic(
 ) -> Dataset:
     """Simulate a 3-D elastic MRE acquisition of a slab phantom (equation: module doc).
 
-    The box is ``shape * spacing`` m, ``G' = background`` Pa outside the inclusions,
-    ``eta = viscosity`` Pa s everywhere. The ``y = 0`` face moves rigidly with
-    ``u = drive``.
+    The box is ``shape * spacing`` m: the ``background`` tissue outside the inclusions,
+    each inclusion's own inside. The ``y = 0`` face moves rigidly with ``u = drive``.
 
     Args:
       layout: a name of :data:`LAYOUTS`, or a sequence of :class:`Inclusion`.
@@ -343,16 +409,19 @@ def simulate_elastic(
       spacing: voxel size, m (one value: cubic voxels).
       lam: first Lame parameter, Pa (nearly incompressible tissue).
       rho: density, kg/m^3.
-      background: storage modulus ``G'`` outside the inclusions, Pa.
-      viscosity: Voigt viscosity ``eta``, Pa s, everywhere.
+      background: the tissue outside the inclusions: a law's parameters
+        (:mod:`helmholtz_pinn.laws`), or a number: its storage modulus ``G'`` Pa of a
+        Voigt solid of ``viscosity``.
+      viscosity: Voigt viscosity ``eta``, Pa s, of the regions whose tissue is a number
+        (the background by default and every inclusion of :data:`LAYOUTS`).
       drive: x, y, z amplitudes of the ``y = 0`` face (the length unit of ``u``).
       faces: the faces ``x = 0, Lx`` and ``y = Ly``: "free" (traction-free) or
         "absorbing" (dashpot, see :func:`assemble`).
       z_faces: the z faces: "free", "absorbing" or "sliding" (``u_z = 0``, tangential
         traction free: a plane-strain-like bulk).
-      mesh_size: element size, m; None: the shear wavelength
-        ``sqrt(background / rho) / f_max`` over ``elements_per_wavelength`` (softer
-        inclusions get fewer elements per wavelength).
+      mesh_size: element size, m; None: the background's shear wavelength
+        ``sqrt(G' / rho) / f_max`` (``G' = Re mu`` at ``f_max``) over
+        ``elements_per_wavelength`` (softer inclusions get fewer elements per wavelength).
       elements_per_wavelength: see ``mesh_size``.
       precision: "double", or "mixed" (complex64 factors refined to a 1e-10 residual,
         factors of half the size: :mod:`helmholtz_pinn.forward.fem_solve`).
@@ -366,51 +435,47 @@ def simulate_elastic(
 
     Returns:
       :class:`Dataset` with ``u`` complex64 ``(F, 3, nx, ny, nz)`` or ``(F, 3, nx, ny)``,
-      the true ``mu = G' + i omega eta`` complex128 ``(F, *grid)`` Pa, ``regions``
+      the true ``mu`` complex128 ``(F, *grid)`` Pa of each region's law, ``regions``
       (1 background, 2.. inclusions) and an all-true ``mask`` on the same grid.
     """
     freqs = np.asarray(frequencies, float).reshape(-1)
     h = np.asarray(spacing, float).reshape(-1)
     h = np.repeat(h, 3) if h.size == 1 else h
     drive = np.asarray(drive, float)
-    if mesh_size is None and freqs.size and background > 0 and rho > 0:
-        mesh_size = math.sqrt(background / rho) / freqs.max() / elements_per_wavelength
-    moduli = dict(lam=lam, rho=rho, background=background, mesh_size=mesh_size, viscosity=viscosity)
+    moduli = dict(lam=lam, rho=rho, mesh_size=mesh_size, viscosity=viscosity)
     _check_args(freqs, shape, h, drive, faces, z_faces, output, moduli)
     fem_solve.check_precision(precision)
     if isinstance(layout, str):
         if layout not in LAYOUTS:
             raise InputError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
         layout = LAYOUTS[layout]
+    tissues = _tissues(background, layout, viscosity)
+    if mesh_size is None:
+        storage = _region_moduli(tissues[:1], freqs.max())[0].real
+        mesh_size = math.sqrt(storage / rho) / freqs.max() / elements_per_wavelength
     n = np.asarray(shape, int)
     extent = tuple(float(e) for e in n * h)
     _check_fit(layout, extent, 2 * float(h[:2].max()))
 
-    stiff = np.array([background, *(inc.storage for inc in layout)], float)
     mesh = box_mesh(extent, mesh_size)
     absorbing = _absorbing_facets(mesh, extent, faces, z_faces)
-
-    def storage(x: np.ndarray) -> np.ndarray:
-        return stiff[labels(layout, extent, x) - 1]
-
-    ops = assemble(mesh, storage, lambda x: np.full(x.shape[1:], viscosity), lam, rho, absorbing)
-    dirichlet, values = _boundary(ops, extent, drive, z_faces)
-
     grid, centres = _voxel_centres(n, h, output)
     u = np.empty((freqs.size, 3, *grid), np.complex64)
-    for i, f in enumerate(freqs):
+    operators = law_operators(mesh, layout, extent, tissues, freqs, lam, rho, absorbing)
+    for i, (f, ops) in enumerate(operators):
+        if i == 0:
+            dirichlet, values = _boundary(ops.basis, extent, drive, z_faces)
         if log is not None:
             log(f"{f:g} Hz ({i + 1} of {freqs.size}): solving for {ops.basis.N} unknowns")
         field = solve(ops, 2 * np.pi * f, dirichlet, values, precision)
         u[i] = sample(ops.basis, field, centres).reshape(3, *grid)
     region = labels(layout, extent, centres).reshape(grid)
-    tissue = voigt.Voigt(stiff[region - 1], viscosity)
     clean = Dataset(
         u=u,
         frequency=freqs,
         spacing=np.array(h[: len(grid)]),
         mask=np.ones(grid, bool),
-        mu=laws.modulus(tissue, freqs.reshape(-1, *[1] * len(grid))).astype(np.complex128),
+        mu=np.stack([_region_moduli(tissues, f)[region - 1] for f in freqs]),
         regions=region,
         rho=float(rho),
     )
@@ -428,10 +493,12 @@ def _voxel_centres(n: np.ndarray, h: np.ndarray, output: str) -> tuple[tuple[int
 
 
 def shared_noise(data: Dataset, noise_db: float, seed: int = 0) -> Dataset:
-    """``data`` with :func:`phantoms.add_noise` at ``noise_db`` dB relative to the mean
-    power of all components per frequency: one absolute noise level for every component
-    (as in a scanner), so a weak component has a lower SNR."""
-    u = add_noise(data.u.reshape(data.n_freq, 1, -1), noise_db, seed).reshape(data.u.shape)
+    """``data`` with :func:`phantoms.add_noise` at ``noise_db`` dB inside its mask,
+    relative to the mean power of all components there per frequency: one absolute noise
+    level for every component (as in a scanner), so a weak component has a lower SNR."""
+    u, inside = data.u.copy(), data.mask
+    noisy = add_noise(u[:, :, inside].reshape(data.n_freq, 1, -1), noise_db, seed)
+    u[:, :, inside] = noisy.reshape(data.n_freq, data.n_comp, -1)
     return dataclasses.replace(data, u=u)
 
 

@@ -1,10 +1,11 @@
 """Built-in phantoms and simulated MRE acquisitions: ground-truth wave fields in 2-D
 (or extruded to 3-D volumes).
 
-Time convention: the physical displacement is ``Re(u(x) exp(i omega t))``. A Voigt
-solid has the complex shear modulus ``mu = G' + i omega eta`` (``G'`` storage modulus
-in Pa, ``eta`` viscosity in Pa s, ``omega = 2 pi f`` in rad/s), and every displacement
-component obeys the heterogeneous Helmholtz equation
+Time convention: the physical displacement is ``Re(u(x) exp(i omega t))``. A phantom's
+tissue has the complex shear modulus ``mu`` (Pa) of a viscoelastic law
+(:mod:`helmholtz_pinn.laws`; the built-in phantoms are Voigt solids ``mu = G' + i omega
+eta``, ``G'`` storage modulus in Pa, ``eta`` viscosity in Pa s, ``omega = 2 pi f`` in
+rad/s), and every displacement component obeys the heterogeneous Helmholtz equation
 
     div(mu grad u) + rho omega^2 u = f
 
@@ -72,74 +73,75 @@ class Phantom:
 
     Attributes:
       name: label used in file names and reports.
-      storage: storage modulus ``G'``, Pa, shape ``(nx, ny)``.
-      viscosity: Voigt viscosity ``eta``, Pa s, shape ``(nx, ny)``.
+      tissue: the parameters of one viscoelastic law (its NamedTuple in
+        :mod:`helmholtz_pinn.laws`, e.g. ``Voigt(storage, viscosity)``), each a number or
+        a map of shape ``(nx, ny)`` in SI units; ``mu`` is that law's modulus
+        (:func:`helmholtz_pinn.laws.modulus`).
       regions: integer labels (1 = background, 2.. = targets), shape ``(nx, ny)``.
       spacing: voxel size ``(hx, hy)``, m.
       rho: density, kg/m^3.
-      alpha: None for Voigt tissue (``mu = G' + i omega eta``); else the springpot
-        exponent in (0, 1), shape ``(nx, ny)``: power-law tissue
-        ``mu = G' (i f / f_0)^alpha / cos(alpha pi / 2)`` whose ``G'`` at ``f_0 =
-        reference_frequency`` Hz is ``storage`` (``viscosity`` is then unused).
-      reference_frequency: ``f_0`` of a springpot, Hz.
     """
 
     name: str
-    storage: np.ndarray
-    viscosity: np.ndarray
+    tissue: tuple
     regions: np.ndarray
     spacing: tuple[float, float]
     rho: float = 1000.0
-    alpha: np.ndarray | None = None
-    reference_frequency: float = 50.0
 
     def __post_init__(self) -> None:
-        shape = np.shape(self.storage)
+        shape = np.shape(self.regions)
         if len(shape) != 2:
-            raise InputError(f"phantom {self.name!r}: storage must be 2-D; got shape {shape}")
-        for key in ("viscosity", "regions"):
-            got = np.shape(getattr(self, key))
-            if got != shape:
-                raise InputError(f"phantom {self.name!r}: {key} must have shape {shape}; got {got}")
-        if not np.all(np.asarray(self.storage) > 0) or np.any(np.asarray(self.viscosity) < 0):
-            raise InputError(f"phantom {self.name!r}: need storage > 0 Pa and viscosity >= 0 Pa s")
+            raise InputError(f"phantom {self.name!r}: regions must be 2-D; got shape {shape}")
+        law = laws.check(self.tissue, f"phantom {self.name!r} tissue")
+        maps = {}
+        for key, value in zip(self.tissue._fields, self.tissue, strict=True):
+            if np.ndim(value) == 0:
+                continue
+            try:
+                maps[key] = np.broadcast_to(np.asarray(value, float), shape).copy()
+            except ValueError:
+                raise InputError(
+                    f"phantom {self.name!r}: {law.name} {key} must be a number or a map of "
+                    f"shape {shape}; got shape {np.shape(value)}"
+                ) from None
         if not self.rho > 0:
             raise InputError(f"phantom {self.name!r}: rho must be > 0 kg/m^3; got {self.rho!r}")
-        if self.alpha is not None:
-            alpha = np.broadcast_to(np.asarray(self.alpha, float), shape)
-            if not ((alpha > 0) & (alpha < 1)).all():
-                raise InputError(f"phantom {self.name!r}: springpot alpha must be in (0, 1)")
-            object.__setattr__(self, "alpha", alpha.copy())
+        object.__setattr__(self, "tissue", self.tissue._replace(**maps))
         object.__setattr__(self, "spacing", spacing_pair(self.spacing))
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(np.shape(self.storage))
+        return tuple(np.shape(self.regions))
 
-    def modulus(self, frequency: float) -> np.ndarray:
-        """Complex modulus in Pa at ``frequency`` Hz (:func:`tissue_modulus`)."""
-        return tissue_modulus(self, frequency)
+    @property
+    def law(self) -> str:
+        """The name of the tissue's law (:func:`helmholtz_pinn.laws.of`)."""
+        return laws.of(self.tissue).name
+
+    def modulus(self, frequency: float, refine=None) -> np.ndarray:
+        """Complex modulus ``mu`` in Pa at ``frequency`` Hz, shape ``(nx, ny)``: the
+        tissue's law (:func:`helmholtz_pinn.laws.modulus`); ``refine`` maps each parameter
+        map (and the result's grid) onto another grid first (the solver's)."""
+        refine = refine or (lambda a: a)
+        maps = {k: refine(v) for k, v in _maps(self.tissue).items()}
+        mu = laws.modulus(self.tissue._replace(**maps), frequency)
+        shape = np.shape(refine(self.regions))
+        return mu if np.shape(mu) == shape else np.full(shape, mu)
 
 
-def tissue_modulus(phantom: Phantom, frequency: float, refine=None) -> np.ndarray:
-    """``mu`` in Pa of ``phantom`` at ``frequency`` Hz, its law's modulus
-    (:func:`helmholtz_pinn.laws.modulus`): without ``alpha`` the Voigt solid of
-    ``storage`` and ``viscosity``, with it the springpot whose G' at ``f_0`` is
-    ``storage``. ``refine`` maps each parameter map onto another grid first (the
-    solver's)."""
-    refine = refine or (lambda a: a)
-    storage = refine(phantom.storage)
-    if phantom.alpha is None:
-        tissue = voigt.Voigt(storage, refine(phantom.viscosity))
-    else:
-        tissue = springpot.from_storage(storage, refine(phantom.alpha), phantom.reference_frequency)
-    return laws.modulus(tissue, frequency)
+def _maps(tissue: tuple) -> dict[str, np.ndarray]:
+    """The fields of ``tissue`` that are maps (the others are numbers)."""
+    return {k: v for k, v in zip(tissue._fields, tissue, strict=True) if np.ndim(v)}
 
 
 def as_springpot(phantom: Phantom, alpha, reference_frequency: float = 50.0) -> Phantom:
-    """``phantom`` made of power-law tissue: the same ``G'`` at ``reference_frequency``
-    Hz, exponent ``alpha`` (a number or a map in (0, 1))."""
-    return dataclasses.replace(phantom, alpha=alpha, reference_frequency=float(reference_frequency))
+    """``phantom`` made of power-law tissue (:mod:`helmholtz_pinn.laws.springpot`) with
+    its ``G'`` at ``reference_frequency`` Hz and exponent ``alpha`` (a number or a map in
+    (0, 1))."""
+    f0 = float(reference_frequency)
+    alpha = np.broadcast_to(np.asarray(alpha, float), phantom.shape).copy()
+    storage = phantom.modulus(f0).real
+    return dataclasses.replace(phantom, tissue=springpot.from_storage(storage, alpha, f0))
 
 
 def _centres(
@@ -153,8 +155,9 @@ def _centres(
 
 
 def _phantom(name, storage, regions, spacing, viscosity, rho) -> Phantom:
-    eta = np.broadcast_to(np.asarray(viscosity, float), storage.shape).copy()
-    return Phantom(name, storage.astype(float), eta, regions.astype(np.int32), spacing, rho)
+    """A phantom of Voigt tissue: ``storage`` G' Pa (a map), ``viscosity`` eta Pa s."""
+    tissue = voigt.Voigt(storage.astype(float), viscosity)
+    return Phantom(name, tissue, regions.astype(np.int32), spacing, rho)
 
 
 def _inclusions(name, shape, spacing, background, stiff, masks, viscosity, rho) -> Phantom:
@@ -280,8 +283,9 @@ def make_phantom(name: str, **overrides) -> Phantom:
 
 def _sponge_voxels(phantom: Phantom, frequencies: Sequence[float], wavelengths: float = 1.0) -> int:
     """Sponge width in data voxels: ``wavelengths`` times the longest shear wavelength
-    ``sqrt(G'/rho) / f`` on the field-of-view edge (largest ``G'``, lowest ``f``)."""
-    g = phantom.storage
+    ``sqrt(G'/rho) / f`` on the field-of-view edge (largest ``G' = Re mu`` at the lowest
+    ``f``)."""
+    g = phantom.modulus(min(frequencies)).real
     edge = max(g[0].max(), g[-1].max(), g[:, 0].max(), g[:, -1].max())
     wavelength = math.sqrt(edge / phantom.rho) / min(frequencies)
     return max(2, math.ceil(wavelengths * wavelength / min(phantom.spacing)))
@@ -301,9 +305,10 @@ def simulate(
     """Simulate a 2-D MRE acquisition of ``phantom`` at ``frequencies`` (Hz), or with
     ``nz`` a 3-D one: the layout extruded over ``nz`` slices (z spacing = x spacing).
 
-    Each field solves ``div(mu grad u) + rho omega^2 u = f`` with ``mu = G' + i omega eta``
-    (Pa) on the phantom padded (edge values repeated) by an absorbing layer of
-    ``sponge_wavelengths`` times the longest wavelength, then ``u = 0``. The layer is a
+    Each field solves ``div(mu grad u) + rho omega^2 u = f`` with ``mu`` (Pa) the
+    phantom's tissue law at ``f`` (:meth:`Phantom.modulus`) on the phantom padded (edge
+    values repeated) by an absorbing layer of ``sponge_wavelengths`` times the longest
+    wavelength, then ``u = 0``. The layer is a
     perfectly matched layer (:func:`~helmholtz_pinn.forward.scalar_fd.solve_pml`, stretch
     ``1 - i alpha`` with ``alpha`` rising quadratically to ``sponge_strength``), which
     absorbs outgoing waves without damping waves that run along it (measured
@@ -316,10 +321,11 @@ def simulate(
     Volumes: in a z-invariant medium ``u(x, y, z) = v(x, y) exp(-i kz z)`` solves the 3-D
     equation exactly when ``div(mu grad v) + (rho omega^2 - kz^2 mu) v = f`` in the plane
     (solved as above), so each field travels through-plane too, with ``kz =
-    through_plane * omega sqrt(rho / max G')`` rad/m (real; < the shear wavenumber
-    everywhere, so no region turns evanescent): at the default 0.3 the wave vector tilts
-    asin(0.3 sqrt(G'/max G')) out of the slice plane (9.5 deg in the four-target
-    background), which a slice-by-slice 2-D inversion reads as ``mu / (1 - kz^2/k^2)``.
+    through_plane * omega sqrt(rho / max G')`` rad/m (``G' = Re mu`` at that frequency;
+    real; < the shear wavenumber everywhere, so no region turns evanescent): at the
+    default 0.3 the wave vector tilts asin(0.3 sqrt(G'/max G')) out of the slice plane
+    (9.5 deg in the four-target background), which a slice-by-slice 2-D inversion reads
+    as ``mu / (1 - kz^2/k^2)``.
 
     Returns:
       :class:`Dataset` with ``u`` complex64 ``(F, C, *grid)`` (grid ``(nx, ny)`` or
@@ -335,7 +341,6 @@ def simulate(
     def refine(a: np.ndarray) -> np.ndarray:
         return np.pad(a, pad, mode="edge").repeat(s, 0).repeat(s, 1)
 
-    storage = refine(phantom.storage)
     h = (phantom.spacing[0] / s, phantom.spacing[1] / s)
     fov = (slice(None), slice(pad * s, (pad + nx) * s), slice(pad * s, (pad + ny) * s))
     row = n_pad * s  # drive in the undamped voxel just outside the field of view
@@ -343,8 +348,8 @@ def simulate(
     kz, rho = np.zeros(freqs.size), float(phantom.rho)  # through-plane wavenumber, rad/m
     for i, f in enumerate(freqs):
         omega = 2 * np.pi * f
-        mu = tissue_modulus(phantom, f, refine)
-        kz[i] = 0.0 if nz is None else through_plane * omega * math.sqrt(rho / storage.max())
+        mu = phantom.modulus(f, refine)
+        kz[i] = 0.0 if nz is None else through_plane * omega * math.sqrt(rho / mu.real.max())
         rho_plane = rho - kz[i] ** 2 * mu / omega**2  # kg/m^3: the in-plane problem's
         k = omega * np.sqrt(rho_plane / mu)  # in-plane wavenumber, rad/m
         force = np.stack([line_source(mu, k, h, e, row) for e in DRIVE_EDGES[:components]])

@@ -5,12 +5,15 @@ import pytest
 
 from helmholtz_pinn.forward.phantoms import (
     PHANTOMS,
+    Phantom,
     add_noise,
+    as_springpot,
     make_phantom,
     simulate,
     simulate_phantom,
     solve_helmholtz,
 )
+from helmholtz_pinn.laws.voigt import Voigt
 
 RHO = 1000.0
 OMEGA = 2 * np.pi * 60.0
@@ -175,16 +178,31 @@ def test_noisy_simulation_is_reproducible(four_target):
 @pytest.mark.parametrize("name", sorted(PHANTOMS))
 def test_builtin_phantoms_are_valid(name):
     phantom = make_phantom(name)
-    assert phantom.regions.min() == 1
-    assert 1500.0 <= phantom.storage.min() and phantom.storage.max() <= 12000.0
-    assert np.all(phantom.viscosity == 1.0) and phantom.spacing == (1e-3, 1e-3)
+    assert phantom.regions.min() == 1 and phantom.law == "voigt"
+    storage = phantom.tissue.storage
+    assert storage.shape == phantom.shape and 1500.0 <= storage.min() <= storage.max() <= 12e3
+    assert phantom.tissue.viscosity == 1.0 and phantom.spacing == (1e-3, 1e-3)
     labels = np.unique(phantom.regions)
     np.testing.assert_array_equal(labels, np.arange(1, labels.max() + 1))
+    mu = phantom.modulus(80.0)  # the law's modulus: G' + i omega eta
+    np.testing.assert_array_equal(mu, storage + 1j * (2 * np.pi * 80.0) * 1.0)
 
 
 def test_smooth_phantom_range():
-    storage = make_phantom("smooth").storage
+    storage = make_phantom("smooth").tissue.storage
     assert storage.min() < 2500.0 and 7000.0 < storage.max() < 8500.0
+
+
+def test_a_phantom_of_power_law_tissue_keeps_g_prime_at_its_reference_frequency():
+    voigt = make_phantom("four-target", shape=(40, 50), spacing=2e-3)
+    power = as_springpot(voigt, 0.25, 60.0)
+    assert power.law == "springpot" and power.tissue.alpha.shape == (40, 50)
+    np.testing.assert_allclose(power.modulus(60.0).real, voigt.modulus(60.0).real, rtol=1e-14)
+    np.testing.assert_allclose(np.angle(power.modulus(90.0)), 0.25 * np.pi / 2, rtol=1e-14)
+    with pytest.raises(ValueError, match="tissue needs modulus > 0 Pa, alpha in"):
+        as_springpot(voigt, 1.5)
+    with pytest.raises(ValueError, match=r"voigt viscosity must be a number or a map of shape"):
+        Phantom("bad", Voigt(voigt.tissue.storage, np.ones((3, 3))), voigt.regions, 2e-3)
 
 
 def test_unknown_phantom_names_the_valid_ones():

@@ -2,8 +2,10 @@
 documented start, its propagated gradient equals jax.jacfwd, its modulus from parameters
 (the simulators') equals the network's for matching parameters and gives back the
 parameters read off it; a law defined here (Maxwell) reaches the Config, Spec's frequency
-check and the simulators through the registry alone."""
+check and the three simulators (finite differences, the elastic slab, the clinical-like
+family) through the registry alone."""
 
+import dataclasses
 import math
 from typing import NamedTuple
 
@@ -16,7 +18,7 @@ from helmholtz_pinn import laws
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, InputError
 from helmholtz_pinn.fit.plan import program
-from helmholtz_pinn.forward import clinical
+from helmholtz_pinn.forward import clinical, elastic, phantoms
 from helmholtz_pinn.laws import springpot, springpot_dashpot
 from helmholtz_pinn.laws._channels import ETA_SCALE, SOFTPLUS_ONE
 
@@ -162,7 +164,7 @@ MAXWELL = laws.Law(
     network=maxwell_network,
     parameters=Maxwell,
     modulus=maxwell_modulus,
-    valid=lambda p: p.storage > 0 and p.viscosity > 0,
+    valid=lambda p: bool(np.all(np.asarray(p.storage) > 0) and np.all(np.asarray(p.viscosity) > 0)),
     requires="storage > 0 Pa and viscosity > 0 Pa s",
     min_frequencies=2,
 )
@@ -199,3 +201,41 @@ def test_a_law_defined_elsewhere_reaches_config_spec_and_simulator(maxwell):
     np.testing.assert_allclose(got[:, 0].T, jac, rtol=1e-12)
     with pytest.raises(ConfigError, match="mu_model must be one of"):
         Config(mu_model="zener")
+
+
+def _voigt_like(law, f):
+    """The Voigt solid with the modulus of ``law`` at ``f`` Hz: G' = Re mu, eta = Im mu / omega."""
+    mu = laws.modulus(law, f)
+    return laws.get("voigt").parameters(mu.real, mu.imag / (2 * np.pi * f))
+
+
+def test_a_law_defined_elsewhere_reaches_both_simulators(maxwell):
+    """A Maxwell medium solves, at each frequency, the system of the Voigt medium with the
+    same mu there: the simulators read the law's modulus from the registry alone."""
+    background, target, freqs = Maxwell(3e3, 20.0), Maxwell(6e3, 20.0), (60.0, 90.0)
+    # the finite-difference phantom: the law's parameters as maps
+    regions = np.ones((16, 16), int)
+    regions[5:11, 5:11] = 2
+    storage = np.where(regions == 2, target.storage, background.storage)
+    phantom = phantoms.Phantom("maxwell", Maxwell(storage, 20.0), regions, 1e-3)
+    assert phantom.law == "maxwell"
+    # the elastic slab: a Maxwell background and inclusion, both frequencies in one run
+    inclusion = elastic.Inclusion((0.5, 0.5), (4e-3, 4e-3), target)
+    slab = dict(shape=(16, 16, 3), spacing=2e-3, mesh_size=8e-3, output="slice")
+    solid = elastic.simulate_elastic([inclusion], frequencies=freqs, background=background, **slab)
+    for i, f in enumerate(freqs):
+        scalar = phantoms.simulate(phantom, [f], 1)  # one frequency: one absorbing layer
+        mu = [laws.modulus(background, f), laws.modulus(target, f)]
+        for data, k in ((scalar, 0), (solid, i)):
+            np.testing.assert_array_equal(data.mu[k][data.regions == 1], mu[0])
+            np.testing.assert_array_equal(data.mu[k][data.regions == 2], mu[1])
+        same = dataclasses.replace(phantom, tissue=_voigt_like(phantom.tissue, f))
+        np.testing.assert_allclose(phantoms.simulate(same, [f], 1).u, scalar.u, rtol=1e-6)
+        voigt = elastic.simulate_elastic(
+            [inclusion._replace(law=_voigt_like(target, f))],
+            frequencies=[f],
+            background=_voigt_like(background, f),
+            **slab,
+        )
+        np.testing.assert_allclose(voigt.u[0], solid.u[i], rtol=1e-6)
+    assert abs(mu[0].real / laws.modulus(background, freqs[0]).real - 1) > 0.05  # G' varies

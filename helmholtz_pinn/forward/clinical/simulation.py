@@ -13,7 +13,6 @@ from helmholtz_pinn.forward.clinical.assembly import assemble, driver_dofs, mesh
 from helmholtz_pinn.forward.clinical.case import ClinicalCase, check_case, extent
 from helmholtz_pinn.forward.clinical.family import FAMILY
 from helmholtz_pinn.forward.clinical.geometry import modulus, organ_mask, region_labels
-from helmholtz_pinn.forward.phantoms import add_noise
 from helmholtz_pinn.io.dataset import Dataset
 
 
@@ -71,13 +70,8 @@ def simulate_clinical(
         field = elastic.solve_system(a, ops.basis.doflocs, dofs, values, precision)
         u[i] = elastic.sample(ops.basis, field, centres).reshape(3, *grid)
     mask = organ_mask(case, centres).reshape(grid)
-    if noise_db is not None:
-        inside = add_noise(
-            u[:, :, mask].reshape(freqs.size, 1, -1), noise_db, case.seed if seed is None else seed
-        )
-        u[:, :, mask] = inside.reshape(freqs.size, 3, -1)
     u[:, :, ~mask] = np.nan
-    return Dataset(
+    data = Dataset(
         u=u,
         frequency=freqs,
         spacing=np.full(3, float(case.spacing)),
@@ -86,3 +80,6 @@ def simulate_clinical(
         regions=region_labels(case, centres).reshape(grid),
         rho=float(case.rho),
     )
+    if noise_db is None:
+        return data
+    return elastic.shared_noise(data, noise_db, case.seed if seed is None else seed)
