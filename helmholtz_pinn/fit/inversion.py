@@ -1,9 +1,11 @@
 """The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
 
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
-volume (``slicewise=True``), on one device or many: the input is admitted once
-(:func:`helmholtz_pinn.fit.admission.admitted`), the request planned against the data
-and the devices once, one frozen plan per law fitted
+volume (``slicewise=True``), on one device or many: the request taken
+(:meth:`helmholtz_pinn.config.Config.requested`), the input admitted once, its results
+checked against the host's memory first (:mod:`helmholtz_pinn.fit.admission`), the PDE
+form looked up for the data (:func:`helmholtz_pinn.pinn.forms.resolve`), the request
+planned against the data and the devices once, one frozen plan per law fitted
 (:func:`helmholtz_pinn.fit.plan.plans`), and from there only the plans and the admitted
 data go down: the members trained by their plan (:mod:`helmholtz_pinn.fit.training`,
 :mod:`helmholtz_pinn.fit.chunks`, the one host loop
