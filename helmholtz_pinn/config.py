@@ -188,6 +188,21 @@ class Config:
             raise ConfigError(f"unknown config option(s) {sorted(unknown)}; valid: {valid}")
         return dataclasses.replace(self, **overrides)
 
+    @classmethod
+    def requested(cls, config: Config | None, overrides: dict) -> Config:
+        """The user's request: ``config`` (default ``Config()``) with ``overrides``
+        applied (:meth:`replace`; an unknown name is a ConfigError)."""
+        return (config or cls()).replace(**overrides)
+
+    def ran(self, *, mu_model: str, steps: int, lbfgs_steps: int, tf32_steps: int) -> Config:
+        """The settings that ran, as a Config (``Result.config``, ``config.json``, the
+        checkpoints' settings): this request with the law fitted, the Adam steps, the
+        L-BFGS iterations and the TF32 steps that the plan decided
+        (:meth:`helmholtz_pinn.fit.plan.Plan.settings`) filled in."""
+        return self.replace(
+            mu_model=mu_model, steps=steps, lbfgs_steps=lbfgs_steps, tf32_steps=tf32_steps
+        )
+
 
 def cpu_settings(n_comp: int) -> dict:
     """Config fields for a fit on a few CPU cores, minutes instead of hours: 64-wide

@@ -40,7 +40,7 @@ class DatasetError(InputError):
 
 class DeviceMemoryError(InputError):
     """A problem's arrays do not fit in device memory, or the results of a fit (maps on
-    the full grid) in the host's (:func:`helmholtz_pinn.fit.memory.check_results_fit`)."""
+    the full grid) in the host's (:func:`helmholtz_pinn.fit.admission.check_results_fit`)."""
 
 
 class CheckpointError(HelmholtzPinnError):

@@ -339,7 +339,7 @@ def _compile_cache(path: Path | None) -> None:
 
 def cmd_baseline(args) -> int:
     from helmholtz_pinn.assess import input_checks
-    from helmholtz_pinn.fit import memory
+    from helmholtz_pinn.fit import admission
     from helmholtz_pinn.io import dataset as data
     from helmholtz_pinn.report import result
     from helmholtz_pinn.report.folder_lock import FolderLock
@@ -347,7 +347,7 @@ def cmd_baseline(args) -> int:
     _check_not_overwriting(args.out, args)
     _check_output(args, [args.data])
     dataset = data.load(args.data)  # refused input leaves no output folder
-    memory.check_baseline_fits(dataset)  # as invert: refused before the work
+    admission.check_baseline_fits(dataset)  # as invert: refused before the work
     notes = input_checks.check(data.unit_amplitude(dataset)[0], force=args.force)
     keys = ("smoothing", "sigma", "sigma_mm", "window")
     with FolderLock(args.out):

@@ -1,9 +1,11 @@
 """The library entry point: ``invert(data, config) -> Result``, for every kind of fit.
 
 One dataset, an ensemble of seeds, a list of datasets of one grid, or the z-slices of a
-volume (``slicewise=True``), on one device or many: the input is admitted once
-(:func:`helmholtz_pinn.fit.admission.admitted`), the request planned against the data
-and the devices once, one frozen plan per law fitted
+volume (``slicewise=True``), on one device or many: the request taken
+(:meth:`helmholtz_pinn.config.Config.requested`), the input admitted once, its results
+checked against the host's memory first (:mod:`helmholtz_pinn.fit.admission`), the PDE
+form looked up for the data (:func:`helmholtz_pinn.pinn.forms.resolve`), the request
+planned against the data and the devices once, one frozen plan per law fitted
 (:func:`helmholtz_pinn.fit.plan.plans`), and from there only the plans and the admitted
 data go down: the members trained by their plan (:mod:`helmholtz_pinn.fit.training`,
 :mod:`helmholtz_pinn.fit.chunks`, the one host loop
@@ -23,12 +25,13 @@ from pathlib import Path
 import jax
 
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import checkpoints, law_choice, memory
-from helmholtz_pinn.fit.admission import admitted
-from helmholtz_pinn.fit.plan import plans, requested
+from helmholtz_pinn.fit import checkpoints, law_choice
+from helmholtz_pinn.fit.admission import admitted, check_results_fit
+from helmholtz_pinn.fit.plan import plans
 from helmholtz_pinn.fit.results import results
 from helmholtz_pinn.fit.training import train
 from helmholtz_pinn.io.dataset import Dataset
+from helmholtz_pinn.pinn import forms
 from helmholtz_pinn.report.result import Result
 
 
@@ -92,16 +95,17 @@ def invert(
         does not fit).
       DivergenceError: the fit diverged and the roll-backs did not recover it.
     """
-    cfg = requested(config, overrides)
-    memory.check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit
+    cfg = Config.requested(config, overrides)
+    check_results_fit(data, cfg, slicewise)  # the maps must fit the host: before any fit
     resume = checkpoints.resume_mode(resume)
     drop = drop_empty_components
     given = admitted(
         data, slicewise=slicewise, force=force, drop=drop, metric_margin=cfg.metric_margin
     )
+    form = forms.get(forms.resolve(cfg.pde, given.datasets[0].n_comp))
     where = dict(devices=devices, backend=jax.default_backend(), stacked=given.stacked)
     ckpt = dict(checkpoint_dir=checkpoint_dir, resume=resume)
-    fits = plans(given.datasets, cfg, estimates=given.estimates, **where, **ckpt)
+    fits = plans(given.datasets, cfg, form=form, estimates=given.estimates, **where, **ckpt)
     run = dict(callback=callback, progress=progress)
     if cfg.mu_model == "auto":
         return law_choice.auto_law(given, fits, run)

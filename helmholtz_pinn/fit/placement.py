@@ -12,12 +12,13 @@ One 1-D ``jax.sharding.Mesh`` over D devices, used in one of two ways:
   state stay replicated.
 
 Memory (:mod:`helmholtz_pinn.fit.memory`): :func:`plan` refuses a placement whose problem
-would not fit.
+would not fit (:func:`check_device_memory`).
 
 This module owns no entry point and no training step: :func:`compile_block` applies a
 placement to the one block of :func:`helmholtz_pinn.pinn.train.block_fn`, and
 :func:`lbfgs_ahead` compiles the L-BFGS phase in the background while that block trains;
-:class:`Scheduled` runs the block's TF32 program before a step and its float32 one after.
+:func:`tf32_steps` decides the precision schedule on a placement and :class:`Scheduled`
+runs the block's TF32 program before that step and its float32 one after.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from helmholtz_pinn.errors import ConfigError
+from helmholtz_pinn.config import Config
+from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
 from helmholtz_pinn.fit import memory
 from helmholtz_pinn.pinn import compile_options, lbfgs, train
 
@@ -75,9 +77,6 @@ class Placement(NamedTuple):
         if not self.members:
             return "single"
         return "ensemble" if self.shared_problem else "members"
-
-
-# --- memory ------------------------------------------------------------------
 
 
 # --- planning --------------------------------------------------------------------
@@ -138,8 +137,29 @@ def plan(
     if data_parallel and rows < n:
         raise ConfigError(f"a problem of {rows} voxels cannot be split over {n} devices")
     per_device = math.ceil(rows / n) if data_parallel else rows * math.ceil(stacked / n)
-    memory.check_device_memory(per_device, per_voxel, device=jax.local_devices()[0])
+    check_device_memory(per_device, per_voxel, device=jax.local_devices()[0])
     return Placement(tuple(chosen), members, shared_problem, data_parallel)
+
+
+def check_device_memory(
+    rows: int, per_voxel: int, *, device: jax.Device | None = None, free_bytes: int | None = None
+) -> int:
+    """Refuse (:class:`DeviceMemoryError`) ``rows`` voxel rows of ``per_voxel`` bytes on one
+    device above :data:`helmholtz_pinn.fit.memory.MEMORY_FRACTION` of its free memory
+    (``free_bytes``, else measured; no check where the backend reports none). Returns the
+    bytes needed."""
+    fraction = memory.MEMORY_FRACTION
+    need = int(rows) * int(per_voxel)
+    free = memory.free_device_memory(device) if free_bytes is None else int(free_bytes)
+    if free is not None and need > fraction * free:
+        raise DeviceMemoryError(
+            f"the problem needs {need / 2**30:.2f} GiB on {device or jax.devices()[0]} for "
+            f"{rows:,} voxel rows ({per_voxel} bytes each), but the device has "
+            f"{free / 2**30:.2f} GiB free (at most {fraction:.0%} may be used); spread "
+            "it over more devices (devices='all' shards the voxels or members), fit fewer "
+            "members at once, or crop the mask"
+        )
+    return need
 
 
 # --- shardings, placement, the compiled block -------------------------------------
@@ -214,6 +234,23 @@ def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
 
 
 TF32 = "tensorfloat32"
+# TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase follows
+# (the phase, in float32, ends the fit; the map was unchanged within the run-to-run
+# spread); none in a fit of Adam alone (half its steps in TF32 blurred the smallest target
+# of a noisy organ). Why: docs/defaults.md.
+
+
+def tf32_steps(cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool) -> int:
+    """The Adam steps in TF32: ``tf32_steps`` as asked, None: every Adam step (``steps``)
+    when an L-BFGS phase follows, else 0; 0 where TF32 does not apply (``tf32`` False:
+    not on a GPU, whose CPU matmuls are float32 at any precision, or where the user set
+    ``jax_default_matmul_precision``) and where an asked-for phase cannot run (several
+    devices: nothing in float32 would end the fit)."""
+    if not tf32 or (lbfgs and not lbfgs_runs):
+        return 0
+    if cfg.tf32_steps is None:
+        return steps if lbfgs else 0
+    return cfg.tf32_steps
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,9 +3,9 @@ data and the devices, once, into a frozen :class:`Plan` with no undecided field.
 
 ``Config`` is what the user asked for (None: "decide for me"); :func:`plan` decides every
 such field with one rule function per field below (the network sizes and the batch by
-the data's dimension, the laws to fit, the Adam steps and the L-BFGS phase, the TF32
-steps, mu_ref (Pa), the Fourier scales (cycles per field of view), the PDE margin
-(voxels), the chunks and the placement on the devices). The fit, its checkpoints and
+the data's dimension, the laws to fit, the Adam steps and the L-BFGS phase, mu_ref (Pa),
+the Fourier scales (cycles per field of view), the PDE margin (voxels), the chunks and,
+last, the placement on the devices with its TF32 steps). The fit, its checkpoints and
 ``metrics.json`` (the ``plan`` record, :attr:`Plan.record`) read the plan; nothing
 downstream changes a setting. A default derived from the data belongs in its field's rule
 function. Why each default is what it is: docs/defaults.md.
@@ -58,10 +58,8 @@ NOISY_2D = 0.15
 LBFGS_STEPS = 4000
 AUTO_LBFGS_STEPS = 1000
 CLEAN_NOISE = 0.02
-# TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase follows
-# (the phase, in float32, ends the fit; the map was unchanged within the run-to-run
-# spread); none in a fit of Adam alone (half its steps in TF32 blurred the smallest target
-# of a noisy organ). Why: docs/defaults.md.
+# TF32 steps: the precision schedule is decided with the placement
+# (:func:`helmholtz_pinn.fit.placement.tf32_steps`).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,11 +159,9 @@ class Plan:
         iterations (``lbfgs_ran`` where a continued phase ran more) and the TF32 steps
         filled in."""
         lbfgs = self.lbfgs_steps if lbfgs_ran is None else lbfgs_ran
-        return self.config.replace(
-            mu_model=self.mu_model,
-            steps=self.steps_cut,
-            lbfgs_steps=lbfgs,
-            tf32_steps=self.tf32_steps,
+        steps, tf32 = self.steps_cut, self.tf32_steps
+        return self.config.ran(
+            mu_model=self.mu_model, steps=steps, lbfgs_steps=lbfgs, tf32_steps=tf32
         )
 
     @property
@@ -226,17 +222,11 @@ class Plan:
         return notes
 
 
-def requested(config: Config | None, overrides: dict) -> Config:
-    """The user's request: ``config`` (default :class:`Config`) with ``overrides``
-    applied (an unknown name is a :class:`~helmholtz_pinn.errors.ConfigError`). With
-    :meth:`Plan.settings`, the one place a Config is rewritten."""
-    return (config or Config()).replace(**overrides)
-
-
 def plan(
     datasets: Sequence[Dataset],
     cfg: Config,
     *,
+    form: forms.Form,
     law: str | None = None,
     devices: int | str | None = None,
     backend: str = "cpu",
@@ -248,7 +238,9 @@ def plan(
     """The plan of one law's fit of ``datasets`` (the run's members: one dataset, a
     batch, or the z-slices of a slicewise fit) with the request ``cfg``.
 
-    ``law``: the law of this fit, one of :func:`laws` (default its first); ``devices``
+    ``form``: the PDE form that ``cfg.pde`` stands for with these data
+    (:func:`helmholtz_pinn.pinn.forms.resolve`, looked up once by the caller); ``law``: the law
+    of this fit, one of :func:`laws` (default its first); ``devices``
     as :func:`helmholtz_pinn.fit.placement.plan` takes it; ``backend`` JAX's default
     backend ("gpu": TF32 may apply); ``stacked``: members on a leading axis;
     ``estimates``: the datasets' AHI estimates (Pa) where computed; ``checkpoint_dir``
@@ -257,20 +249,19 @@ def plan(
     """
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
-    spec = program(cfg, first.ndim, first.n_freq, first.n_comp, law or tried[0])
-    form = spec.form  # looked up once: its L-BFGS default, its margin
+    spec = spec_of(cfg, form.name, first.ndim, first.n_freq, first.n_comp, law or tried[0])
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
     mu_ref = reference_modulus(datasets, cfg, estimates)
     factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
     margins = tuple(pde_margin(d, cfg, form, mu_ref) for d in datasets)
     saved = saved_chunk_size(checkpoint_dir) if resume and stacked else None
-    size, rows, where = layout(datasets, cfg, spec, stacked, devices, saved)
+    size, rows, where = layout(datasets, cfg, spec, form, stacked, devices, saved)
     skipped = None
     if lbfgs and len(where.devices) > 1:
         skipped = f"runs on one device; this fit used {len(where.devices)}"
     tf32_applies = backend == "gpu" and jax.config.jax_default_matmul_precision is None
-    tf32 = tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies)
+    tf32 = placement.tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies)
     continued = LBFGS_STEPS if len(tried) > 1 and cfg.lbfgs_steps is None and lbfgs else lbfgs
     folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     return Plan(
@@ -288,7 +279,7 @@ def plans(
     **where,
 ) -> tuple[Plan, ...]:
     """The plans of a run, one per law it fits (:func:`laws`, in that order), each by
-    :func:`plan` with ``where`` (devices, backend, stacked, estimates). Where auto fits
+    :func:`plan` with ``where`` (form, devices, backend, stacked, estimates). Where auto fits
     several laws, each checkpoints in its own subfolder ``checkpoint_dir/<law>``, and a
     ``resume="strict"`` holds for the first law only (the run continued began with it)."""
     tried = laws(cfg, datasets[0].n_freq)
@@ -317,13 +308,21 @@ def laws(cfg: Config, n_freq: int) -> tuple[str, ...]:
 def program(
     cfg: Config, ndim: int, n_freq: int, n_comp: int, mu_model: str | None = None
 ) -> train.Spec:
+    """:func:`spec_of` with the form that ``cfg.pde`` stands for with data of ``n_comp``
+    components (:func:`helmholtz_pinn.pinn.forms.resolve`): the compiled program's key
+    for studies and tests that plan no run."""
+    return spec_of(cfg, forms.resolve(cfg.pde, n_comp), ndim, n_freq, n_comp, mu_model)
+
+
+def spec_of(
+    cfg: Config, pde: str, ndim: int, n_freq: int, n_comp: int, mu_model: str | None = None
+) -> train.Spec:
     """The compiled program's key (:class:`helmholtz_pinn.pinn.train.Spec`) of ``cfg``
-    for data of these shapes and the law ``mu_model`` (None: ``cfg``'s, "auto" at one
-    frequency per-frequency, :func:`laws`; "auto" at several is a ConfigError: the law is
-    chosen by fitting): the form resolved for the data
-    (:func:`helmholtz_pinn.pinn.forms.resolve`), the network sizes, the auxiliary
-    network and the batch from the tables above by ``ndim`` where ``cfg`` leaves them
-    None."""
+    with the PDE form ``pde`` (resolved: not "auto") for data of these shapes and the law
+    ``mu_model`` (None: ``cfg``'s, "auto" at one frequency per-frequency, :func:`laws`;
+    "auto" at several is a ConfigError: the law is chosen by fitting): the network sizes,
+    the auxiliary network and the batch from the tables above by ``ndim`` where ``cfg``
+    leaves them None."""
     if mu_model is None:
         mu_model = laws(cfg, n_freq)[0] if n_freq == 1 else cfg.mu_model
     sized = {
@@ -340,7 +339,7 @@ def program(
         n_comp,
         depth=cfg.depth,
         activation=cfg.activation,
-        pde=forms.resolve(cfg.pde, n_comp),
+        pde=pde,
         mu_model=mu_model,
         pde_weight=cfg.pde_weight,
         pde_warmup=cfg.pde_warmup,
@@ -369,19 +368,6 @@ def adam_steps(cfg: Config, lbfgs: int) -> int:
     runs blocks)."""
     steps = min(cfg.steps, cfg.lbfgs_from) if lbfgs else cfg.steps
     return math.ceil(steps / cfg.sync_interval) * cfg.sync_interval
-
-
-def tf32_steps(cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool) -> int:
-    """The Adam steps in TF32: ``tf32_steps`` as asked, None: every Adam step (``steps``)
-    when an L-BFGS phase follows, else 0; 0 where TF32 does not apply (``tf32`` False:
-    not on a GPU, whose CPU matmuls are float32 at any precision, or where the user set
-    ``jax_default_matmul_precision``) and where an asked-for phase cannot run (several
-    devices: nothing in float32 would end the fit)."""
-    if not tf32 or (lbfgs and not lbfgs_runs):
-        return 0
-    if cfg.tf32_steps is None:
-        return steps if lbfgs else 0
-    return cfg.tf32_steps
 
 
 def reference_modulus(
@@ -451,14 +437,22 @@ def saved_chunk_size(folder: str | Path | None) -> int | None:
     return int(json.loads(saved.read_text())["datasets_per_chunk"])
 
 
-def layout(datasets, cfg: Config, spec: train.Spec, stacked: bool, devices, saved: int | None):
+def layout(
+    datasets,
+    cfg: Config,
+    spec: train.Spec,
+    form: forms.Form,
+    stacked: bool,
+    devices,
+    saved: int | None,
+):
     """(datasets per chunk, voxel rows per problem, the placement of one chunk): all
     datasets at once for one fit or an ensemble of one dataset; else ``saved`` (a resume),
     ``max_members_per_chunk`` or the memory estimate
     (:func:`helmholtz_pinn.fit.memory.members_per_chunk`). Every chunk is padded to that
     size and to the largest mask, so one placement holds for all
     (:func:`helmholtz_pinn.fit.placement.plan`)."""
-    rows = max(voxel_rows(d, spec) for d in datasets) if stacked else voxel_rows(datasets[0], spec)
+    rows = max(voxel_rows(d, form) for d in datasets) if stacked else voxel_rows(datasets[0], form)
     e = cfg.ensemble
     if not stacked or len(datasets) == 1:
         size = len(datasets)
@@ -468,7 +462,7 @@ def layout(datasets, cfg: Config, spec: train.Spec, stacked: bool, devices, save
         members = cfg.max_members_per_chunk
         if members is None:
             n = len(jax.devices()) if devices in (None, "all") else int(devices)
-            count = voxel_rows(datasets[0], spec)
+            count = voxel_rows(datasets[0], form)
             members = memory.members_per_chunk(spec, count, n) or len(datasets)
         size = max(1, min(len(datasets), members // e))
     members = size * e if stacked else (e if e > 1 else 0)
@@ -484,10 +478,9 @@ def layout(datasets, cfg: Config, spec: train.Spec, stacked: bool, devices, save
     return size, rows, where
 
 
-def voxel_rows(dataset: Dataset, spec: train.Spec) -> int:
+def voxel_rows(dataset: Dataset, form: forms.Form) -> int:
     """The voxel rows :func:`helmholtz_pinn.pinn.problem.prepare` gives ``dataset`` (its
-    mask after the form's transform), without preparing it."""
-    form = spec.form
+    mask after the ``form``'s transform), without preparing it."""
     return int((dataset if form.transform is None else form.transform(dataset)).mask.sum())
 
 

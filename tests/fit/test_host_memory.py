@@ -34,7 +34,7 @@ def test_results_larger_than_the_host_are_refused_before_training(monkeypatch):
     d = plane_wave_dataset(n=12)
     with pytest.raises(DeviceMemoryError) as refused:
         inversion.invert(d, CFG, progress=False, ensemble=3)
-    need = memory.check_results_fit(d, CFG.replace(ensemble=3), available=2**30)
+    need = admission.check_results_fit(d, CFG.replace(ensemble=3), available=2**30)
     assert str(refused.value) == (
         "the results of this fit (grid 12 x 12, 2 frequencies, 2 components, an ensemble of "
         f"3: maps on every voxel of the grid) need {need / 2**10:.1f} KiB of host memory, but "
@@ -60,11 +60,11 @@ def test_the_command_line_refuses_with_one_line_and_exit_status_2(tmp_path, monk
 
 def test_an_ordinary_fit_passes_and_an_unknown_memory_is_not_checked(monkeypatch):
     d = plane_wave_dataset(n=12)
-    need = memory.check_results_fit(d, CFG)  # this host's available memory
-    assert 0 < need == memory.check_results_fit(d, CFG, available=2 * need)
+    need = admission.check_results_fit(d, CFG)  # this host's available memory
+    assert 0 < need == admission.check_results_fit(d, CFG, available=2 * need)
     monkeypatch.setattr(memory, "available_host_memory", lambda: None)
-    assert memory.check_results_fit(d, CFG.replace(ensemble=10**8)) > 2**40  # not checked
-    assert memory.check_results_fit("not a dataset", CFG) is None  # invert's checks answer
+    assert admission.check_results_fit(d, CFG.replace(ensemble=10**8)) > 2**40  # not checked
+    assert admission.check_results_fit("not a dataset", CFG) is None  # invert's checks answer
 
 
 def _held_arrays(monkeypatch) -> list:
@@ -91,7 +91,7 @@ def _held_arrays(monkeypatch) -> list:
 @pytest.mark.parametrize("kind", ["batch of 2, ensemble of 2", "slicewise"])
 def test_the_estimate_counts_the_arrays_a_run_holds(kind, monkeypatch):
     """The run's result arrays (members' maps, u / s, mu, mu_std, u_fit and u in the
-    data's unit), summed from their nbytes, equal :func:`memory.result_bytes` to within
+    data's unit), summed from their nbytes, equal :func:`admission.result_bytes` to within
     10 % (u of amplitude 3: scaled by s = 4, so every copy is made)."""
     held = _held_arrays(monkeypatch)
     slicewise = kind == "slicewise"
@@ -108,7 +108,7 @@ def test_the_estimate_counts_the_arrays_a_run_holds(kind, monkeypatch):
         assert r.dataset.u is not d.u  # the data's unit: a copy
         held += [r.mu.nbytes, r.u_fit.nbytes, r.dataset.u.nbytes]
         held += [0 if r.mu_std is None else r.mu_std.nbytes]
-    expected = memory.result_bytes(
+    expected = admission.result_bytes(
         d.grid,
         d.n_freq,
         d.n_comp,
@@ -122,7 +122,7 @@ def test_the_estimate_counts_the_arrays_a_run_holds(kind, monkeypatch):
 
 def test_building_a_result_needs_the_stated_passing_bytes():
     """The wave misfit summary, the largest passing need of a Result, peaks (tracemalloc)
-    between half and all of :func:`memory.building_bytes`."""
+    between half and all of :func:`admission.building_bytes`."""
     d = plane_wave_dataset(n=96)
     u_fit = d.u * 1.01
     tracemalloc.start()
@@ -132,13 +132,13 @@ def test_building_a_result_needs_the_stated_passing_bytes():
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
-    stated = memory.building_bytes(d.grid, d.n_freq, d.n_comp)
+    stated = admission.building_bytes(d.grid, d.n_freq, d.n_comp)
     assert 0.5 * stated < peak <= stated
 
 
 def test_auto_holds_both_laws_results():
     d = plane_wave_dataset(n=12)
-    one = memory.check_results_fit(d, CFG, available=2**40)
-    both = memory.check_results_fit(d, CFG.replace(mu_model="auto"), available=2**40)
-    passing = memory.building_bytes(d.grid, d.n_freq, d.n_comp)
+    one = admission.check_results_fit(d, CFG, available=2**40)
+    both = admission.check_results_fit(d, CFG.replace(mu_model="auto"), available=2**40)
+    passing = admission.building_bytes(d.grid, d.n_freq, d.n_comp)
     assert both - passing == 2 * (one - passing)

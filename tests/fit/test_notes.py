@@ -10,12 +10,20 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.fit import inversion, run_facts
 from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.plan import prepare_one
+from helmholtz_pinn.pinn import forms
 
 
 def _notes(facts: dict, **settings) -> list[str]:
     """The run notes of a plane-wave fit planned with ``settings`` that ran to ``facts``."""
     cfg = Config(mu_ref=3000.0, **settings)
-    return run_facts.run_notes(run_plan.plan([plane_wave_dataset()], cfg, devices=1), facts)
+    return run_facts.run_notes(_plan(cfg), facts)
+
+
+def _plan(cfg: Config):
+    """The plan of a plane-wave fit (two components) with ``cfg`` on one device."""
+    return run_plan.plan(
+        [plane_wave_dataset()], cfg, form=forms.get(forms.resolve(cfg.pde, 2)), devices=1
+    )
 
 
 def test_notes_name_rounding_early_stop_warmup_and_schedule():
@@ -48,7 +56,7 @@ def test_a_request_cut_for_the_lbfgs_phase_is_said_plainly():
     """steps=20000 with an L-BFGS phase runs lbfgs_from Adam steps and the phase: the plan
     records both what was asked and what runs, and a note says so."""
     cfg = Config(mu_ref=3000.0, steps=20000, lbfgs_steps=40, lbfgs_from=5000)
-    plan = run_plan.plan([plane_wave_dataset()], cfg, devices=1)
+    plan = _plan(cfg)
     assert (plan.steps, plan.lbfgs_steps, plan.settings().steps) == (5000, 40, 5000)
     record = plan.record
     assert (record["steps_asked"], record["steps"], record["lbfgs_steps"]) == (20000, 5000, 40)

@@ -18,7 +18,7 @@ from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.chunks import to_grid
 from helmholtz_pinn.fit.plan import prepare_one, program
 from helmholtz_pinn.io.dataset import Dataset
-from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn import forms, train
 from helmholtz_pinn.pinn.predict import predict
 
 H, FREQS = 1.5e-3, (60.0, 90.0)
@@ -71,7 +71,8 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         state, problem = placement.place(state0, same, plan)
         from helmholtz_pinn.fit import host_loop
 
-        fit = run_plan.plan([ds], cfg, devices=1)  # the Adam steps and the schedule
+        form = forms.get(forms.resolve(cfg.pde, ds.n_comp))
+        fit = run_plan.plan([ds], cfg, form=form, devices=1)  # the Adam steps and the schedule
         state, hist = host_loop.run(state, problem, block, fit, progress=False)
         results.append((placement.gather(state, plan), hist))
     (one, h1), (many, h4) = results
@@ -150,11 +151,11 @@ def test_plan_chooses_devices(four_devices):
 def test_memory_check_refuses_with_a_clear_message(monkeypatch):
     n = 256**3
     with pytest.raises(DeviceMemoryError) as err:
-        memory.check_device_memory(n, 84, free_bytes=2**30)
+        placement.check_device_memory(n, 84, free_bytes=2**30)
     msg = str(err.value)
     assert "16,777,216 voxel rows" in msg and "84 bytes each" in msg
     assert "1.31 GiB" in msg and "1.00 GiB free" in msg
-    assert memory.check_device_memory(n, 84, free_bytes=2**32) == 84 * n
+    assert placement.check_device_memory(n, 84, free_bytes=2**32) == 84 * n
     # invert plans (and refuses) before any array reaches the device
     monkeypatch.setattr(memory, "free_device_memory", lambda device=None: 1000)
     with pytest.raises(DeviceMemoryError, match="210 voxel rows"):

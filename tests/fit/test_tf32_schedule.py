@@ -12,36 +12,37 @@ from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import inversion, placement
 from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.plan import prepare_one
-from helmholtz_pinn.pinn import model, train
+from helmholtz_pinn.pinn import forms, model, train
 
 
 def test_the_default_is_every_adam_step_before_a_phase_and_none_without_one():
     before_phase = Config(steps=5000, lbfgs_steps=4000)
     adam_only = Config(steps=10000, lbfgs_steps=0)
     given = adam_only.replace(tf32_steps=300)
-    assert run_plan.tf32_steps(before_phase, 5000, 4000, True, True) == 5000
-    assert run_plan.tf32_steps(adam_only, 10000, 0, True, True) == 0
-    assert run_plan.tf32_steps(given, 10000, 0, True, True) == 300
-    assert run_plan.tf32_steps(given, 10000, 0, True, False) == 0  # float32 on a CPU anyway
+    assert placement.tf32_steps(before_phase, 5000, 4000, True, True) == 5000
+    assert placement.tf32_steps(adam_only, 10000, 0, True, True) == 0
+    assert placement.tf32_steps(given, 10000, 0, True, True) == 300
+    assert placement.tf32_steps(given, 10000, 0, True, False) == 0  # float32 on a CPU anyway
     phase = before_phase.replace(tf32_steps=300)  # asked, but the phase cannot run
-    assert run_plan.tf32_steps(phase, 5000, 4000, False, True) == 0
+    assert placement.tf32_steps(phase, 5000, 4000, False, True) == 0
     data, cfg = [plane_wave_dataset()], Config(**{**SMALL, "lbfgs_steps": 3, "steps": 12})
+    form = forms.get(forms.resolve(cfg.pde, data[0].n_comp))
     with jax.default_matmul_precision(None):  # conftest sets "highest" for the whole suite
-        on_gpu = run_plan.plan(data, cfg, devices=1, backend="gpu")
+        on_gpu = run_plan.plan(data, cfg, form=form, devices=1, backend="gpu")
         assert on_gpu.tf32_steps == on_gpu.steps == 15  # whole blocks of 5
-        assert run_plan.plan(data, cfg, devices=1, backend="cpu").tf32_steps == 0
+        assert run_plan.plan(data, cfg, form=form, devices=1, backend="cpu").tf32_steps == 0
     with jax.default_matmul_precision("float32"):  # the user's precision rules every program
-        assert run_plan.plan(data, cfg, devices=1, backend="gpu").tf32_steps == 0
+        assert run_plan.plan(data, cfg, form=form, devices=1, backend="gpu").tf32_steps == 0
     with pytest.raises(ConfigError, match="tf32_steps must be an integer >= 0 steps"):
         Config(tf32_steps=-1)
 
 
 def _tf32_on_a_cpu(monkeypatch):
-    """The plan's TF32 rule as on a GPU without a user precision (on a CPU both programs
-    compute float32)."""
-    rule = run_plan.tf32_steps
+    """The placement's TF32 rule as on a GPU without a user precision (on a CPU both
+    programs compute float32)."""
+    rule = placement.tf32_steps
     monkeypatch.setattr(
-        run_plan,
+        placement,
         "tf32_steps",
         lambda cfg, steps, lbfgs, runs, _: rule(cfg, steps, lbfgs, runs, True),
     )

@@ -175,7 +175,9 @@ def test_the_continuation_stops_at_a_round_that_does_not_lower_the_loss(prepared
         return state, jnp.array([2.0, 3.0]), jnp.array(False)
 
     state = jax.device_get(_adam_state(prepared))
-    plan = run_plan.plan([plane_wave_dataset()], Config(**SMALL), devices=1)
+    cfg, data = Config(**SMALL), plane_wave_dataset()
+    form = forms.get(forms.resolve(cfg.pde, data.n_comp))
+    plan = run_plan.plan([data], cfg, form=form, devices=1)
     facts = {"steps": 5, "loss_before": 2.0, "loss_after": 1.0, "kept": True, "time_s": 0.5}
     fitted = chunks.Fitted([], [], state, [], plan, {"lbfgs": facts}, refused)
     more = chunks.continue_lbfgs(fitted, plane_wave_dataset(), rounds=3)
@@ -217,7 +219,9 @@ def test_named_laws_and_one_frequency_get_the_long_phase():
     cfg = Config(steps=10000, mu_ref=3000.0)
 
     def planned(data, **settings):
-        return run_plan.plan([data], cfg.replace(**settings), devices=1)
+        asked = cfg.replace(**settings)
+        form = forms.get(forms.resolve(asked.pde, data.n_comp))
+        return run_plan.plan([data], asked, form=form, devices=1)
 
     named, single = planned(clean, mu_model="voigt"), planned(one, mu_model="auto")
     assert single.laws == ("per-frequency",) and single.mu_model == "per-frequency"

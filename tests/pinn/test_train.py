@@ -14,7 +14,7 @@ from helmholtz_pinn.fit import host_loop, inversion, placement
 from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.plan import prepare_one, program
 from helmholtz_pinn.fit.results import kept_members
-from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn import forms, train
 from helmholtz_pinn.pinn.predict import predict
 
 
@@ -120,7 +120,9 @@ def _poisoned(prepared, bad_calls):
 def _plan(cfg):
     """The plan of a plane-wave fit with ``cfg`` on one device (the host loop reads its
     Adam steps and its request's schedule)."""
-    return run_plan.plan([plane_wave_dataset()], cfg, devices=1)
+    data = plane_wave_dataset()
+    form = forms.get(forms.resolve(cfg.pde, data.n_comp))
+    return run_plan.plan([data], cfg, form=form, devices=1)
 
 
 def test_divergence_rolls_back_and_lowers_the_rate(prepared):
