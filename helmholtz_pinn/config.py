@@ -17,7 +17,6 @@ from helmholtz_pinn.errors import ConfigError
 ACTIVATIONS = ("tanh", "sin")
 WEIGHTINGS = ("noise", "uniform")
 AUX_NETWORKS = ("mu", "u")
-SECOND_PHASES = ("lbfgs", "gauss_newton")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,12 +73,6 @@ class Config:
         ensemble) of clean data (the best field has a noise fraction below 0.02) whose
         steps exceed lbfgs_from and whose mask has at most lbfgs_points voxels (the
         sample is then the whole field), else none.
-      second_phase: the phase that ends a fit after Adam, on one fixed sample of
-        lbfgs_points voxels, for lbfgs_steps iterations: lbfgs (L-BFGS, the default) or
-        gauss_newton (Levenberg-Marquardt: each iteration solves (J^T J + lambda I) delta =
-        -J^T rho for the loss's residual vector rho by conjugate gradients; the loss never
-        rises); with gauss_newton, lbfgs_steps None means 10 iterations where the L-BFGS
-        phase would run, with no continuation under mu_model auto.
       lbfgs_from: the Adam step at which an L-BFGS phase takes over.
       lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       tf32_steps: the first Adam steps, whose matmuls run in TF32 on a GPU's tensor cores
@@ -133,7 +126,6 @@ class Config:
     batch_size: int | None = None
     learning_rate: float = 1e-3
     lbfgs_steps: int | None = None
-    second_phase: Literal["lbfgs", "gauss_newton"] = "lbfgs"
     lbfgs_from: int = 5000
     lbfgs_points: int = 16384
     tf32_steps: int | None = None
@@ -156,7 +148,6 @@ class Config:
         _choice("mu_model", self.mu_model, ("auto", *laws.available()))
         _choice("weighting", self.weighting, WEIGHTINGS)
         _choice("aux_network", self.aux_network, (*AUX_NETWORKS, None))
-        _choice("second_phase", self.second_phase, SECOND_PHASES)
         for name in POSITIVE_INTS:
             _positive_int(name, getattr(self, name), optional=False)
         for name in OPTIONAL_POSITIVE_INTS:

@@ -102,7 +102,7 @@ CONFIG_GROUPS = {
     "training": (
         "steps", "sync_interval", "batch_size", "learning_rate", "pde_weight", "pde_warmup",
         "plateau_patience", "plateau_factor", "min_lr", "max_retries", "lbfgs_steps",
-        "second_phase", "lbfgs_from", "lbfgs_points", "tf32_steps",
+        "lbfgs_from", "lbfgs_points", "tf32_steps",
     ),
     "output": ("checkpoint_every", "metric_margin"),
     "parallel": ("max_members_per_chunk",),

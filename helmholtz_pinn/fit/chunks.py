@@ -162,7 +162,7 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     if plan.runs_lbfgs:
         block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
         compiling = placement.lbfgs_ahead(
-            spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem, cfg.second_phase
+            spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )
     before = 0 if host is None else len(host.history)
     if callback is not None and where.padded_members != members:  # it sees real members only
@@ -190,15 +190,14 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
 
 
 def _lbfgs(state, problem, compiling, plan: Plan, members: int) -> tuple[Any, dict, Any]:
-    """The phase after Adam (``Config.second_phase``: L-BFGS,
-    :func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`, or Gauss-Newton) on the placed state,
+    """The L-BFGS phase (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) on the placed state,
     ``compiling`` the future of its compiled program (:func:`placement.lbfgs_ahead`),
     None where the plan skips it (several devices): then the Adam state is returned as
     it is. Returns (state, facts, the compiled program or None); the facts: iterations,
-    sample size, the phase's name, loss before and after (per member), whether each member kept its
+    sample size, loss before and after (per member), whether each member kept its
     result, seconds waited for the compile after Adam ended, seconds run."""
-    n, cfg = plan.lbfgs_steps, plan.config
-    facts: dict[str, Any] = {"steps": n, "points": cfg.lbfgs_points, "phase": cfg.second_phase}
+    n = plan.lbfgs_steps
+    facts: dict[str, Any] = {"steps": n, "points": plan.config.lbfgs_points}
     if compiling is None:
         return state, {**facts, "skipped": plan.lbfgs_skipped}, None
     t0 = time.perf_counter()

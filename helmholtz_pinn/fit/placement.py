@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.fit import memory
-from helmholtz_pinn.pinn import compile_options, gauss_newton, lbfgs, train
+from helmholtz_pinn.pinn import compile_options, lbfgs, train
 
 AXIS = "devices"
 DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
@@ -239,18 +239,11 @@ class Scheduled:
             return self.block.lower(state, problem)
 
 
-PHASES = {"lbfgs": lbfgs.lbfgs_fn, "gauss_newton": gauss_newton.gauss_newton_fn}
-
-
 @functools.lru_cache(maxsize=8)
-def compile_lbfgs(
-    spec: train.Spec, n_iter: int, points: int, placement: Placement, phase: str = "lbfgs"
-):
-    """The jitted phase after Adam on one device: L-BFGS
-    (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) or, ``phase="gauss_newton"``,
-    Levenberg-Marquardt (:func:`helmholtz_pinn.pinn.gauss_newton.gauss_newton_fn`; the
-    same signature) (XLA options: :func:`helmholtz_pinn.pinn.compile_options.phase_options`)."""
-    fn = PHASES[phase](
+def compile_lbfgs(spec: train.Spec, n_iter: int, points: int, placement: Placement):
+    """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) on one device
+    (XLA options: :func:`helmholtz_pinn.pinn.compile_options.phase_options`)."""
+    fn = lbfgs.lbfgs_fn(
         spec,
         n_iter,
         points,
@@ -260,21 +253,13 @@ def compile_lbfgs(
     return jax.jit(fn, compiler_options=compile_options.phase_options())
 
 
-def lbfgs_ahead(
-    spec: train.Spec,
-    n_iter: int,
-    points: int,
-    placement: Placement,
-    state,
-    problem,
-    phase: str = "lbfgs",
-):
-    """Start compiling the phase after Adam (:func:`compile_lbfgs`) for the shapes and
+def lbfgs_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement, state, problem):
+    """Start compiling the L-BFGS phase (:func:`compile_lbfgs`) for the shapes and
     placement of ``state`` and ``problem`` in a background thread; returns a
     ``concurrent.futures.Future`` whose result is the compiled program (called with
     arrays of those shapes). Started before the Adam phase, the compile (tens of seconds
     on a GPU into an empty cache) runs while Adam trains instead of after it."""
-    jitted = compile_lbfgs(spec, n_iter, points, placement, phase)
+    jitted = compile_lbfgs(spec, n_iter, points, placement)
     shapes = jax.tree.map(_abstract, (state, problem))
     precision = jax.config.jax_default_matmul_precision  # a `with` setting is per thread
 

@@ -57,9 +57,6 @@ NOISY_2D = 0.15
 # the kept fit's phase then goes on to LBFGS_STEPS. Why: docs/defaults.md.
 LBFGS_STEPS = 4000
 AUTO_LBFGS_STEPS = 1000
-# Config.second_phase="gauss_newton": its iterations where the L-BFGS phase would run
-# (one length, no continuation under auto). Why: docs/performance.md.
-GAUSS_NEWTON_STEPS = 10
 CLEAN_NOISE = 0.02
 # TF32 matmuls (Config.tf32_steps None): every Adam step when an L-BFGS phase follows
 # (the phase, in float32, ends the fit; the map was unchanged within the run-to-run
@@ -262,8 +259,7 @@ def plan(
         skipped = f"runs on one device; this fit used {len(where.devices)}"
     tf32_applies = backend == "gpu" and jax.config.jax_default_matmul_precision is None
     tf32 = tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies)
-    judged = len(tried) > 1 and cfg.lbfgs_steps is None and cfg.second_phase == "lbfgs"
-    continued = LBFGS_STEPS if judged and lbfgs else lbfgs
+    continued = LBFGS_STEPS if len(tried) > 1 and cfg.lbfgs_steps is None and lbfgs else lbfgs
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
         factor, margins, stacked, size, rows, where,
@@ -321,8 +317,7 @@ def lbfgs_steps(datasets: Sequence[Dataset], cfg: Config, pde: str, *, judged: b
     (:data:`AUTO_LBFGS_STEPS` for the fits of a law choice, ``judged``) for one fit of a
     form with ``lbfgs_default`` (navier; one dataset, no ensemble) longer than
     ``lbfgs_from`` whose mask has at most ``lbfgs_points`` voxels and whose best field's
-    noise fraction is below :data:`CLEAN_NOISE`, else 0; :data:`GAUSS_NEWTON_STEPS`
-    instead of either for ``second_phase="gauss_newton"``."""
+    noise fraction is below :data:`CLEAN_NOISE`, else 0."""
     if cfg.lbfgs_steps is not None:
         return cfg.lbfgs_steps
     one = len(datasets) == 1 and cfg.ensemble == 1
@@ -330,8 +325,6 @@ def lbfgs_steps(datasets: Sequence[Dataset], cfg: Config, pde: str, *, judged: b
     long = form and cfg.steps > cfg.lbfgs_from
     whole = long and int(np.count_nonzero(datasets[0].mask)) <= cfg.lbfgs_points
     clean = whole and problem.best_noise(datasets[0]) < CLEAN_NOISE
-    if cfg.second_phase == "gauss_newton":
-        return GAUSS_NEWTON_STEPS if clean else 0
     return (AUTO_LBFGS_STEPS if judged else LBFGS_STEPS) if clean else 0
 
 

@@ -1,5 +1,7 @@
 """The Gauss-Newton phase: Levenberg-Marquardt iterations after the Adam blocks, on the
-L-BFGS phase's fixed sample, as an alternative to that phase.
+L-BFGS phase's fixed sample, a drop-in for that phase (:func:`gauss_newton_fn` has the
+signature of :func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`). ``invert`` does not run it: on
+the CPU it reached a given loss and map later than L-BFGS (docs/performance.md).
 
 The loss is a sum of squares, L(theta) = |rho(theta)|^2 with rho the weighted residual
 vector of :func:`helmholtz_pinn.pinn.train.residual_vector` (data misfit and PDE

@@ -1,8 +1,5 @@
 """The Gauss-Newton phase: its residual vector is the loss's square root, one undamped
-step solves a linear least-squares problem, its iterations never raise the loss, and the
-plan and invert run it when asked."""
-
-import dataclasses
+step solves a linear least-squares problem, and its iterations never raise the loss."""
 
 import jax
 import jax.numpy as jnp
@@ -11,9 +8,6 @@ import pytest
 from settings import SMALL, plane_wave_dataset
 
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import ConfigError
-from helmholtz_pinn.fit import inversion
-from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.plan import prepare_one
 from helmholtz_pinn.pinn import gauss_newton as gn
 from helmholtz_pinn.pinn import lbfgs, train
@@ -66,11 +60,10 @@ def test_one_undamped_step_reaches_the_linear_least_squares_minimiser():
     theta = jnp.zeros(5, jnp.float32)
     loss = jnp.sum(residual(theta) ** 2)
     damping = gn.Damping(jnp.float32(0.0), jnp.float32(2.0))
-    step = jax.jit(lambda t, f, d: gn.lm_step(residual, t, f, d, cg_steps=5, cg_tol=0.0))
+    step = jax.jit(lambda t, l, d: gn.lm_step(residual, t, l, d, cg_steps=5, cg_tol=0.0))
     after, new, damping, k = step(theta, loss, damping)
     np.testing.assert_allclose(np.asarray(after), best, rtol=1e-4, atol=1e-5)
-    least = np.sum((np.asarray(a, float) @ best - b) ** 2)
-    np.testing.assert_allclose(float(new), least, rtol=1e-5)
+    np.testing.assert_allclose(float(new), np.sum((np.asarray(a, float) @ best - b) ** 2), rtol=1e-5)
     assert int(k) <= 5 and float(damping.lam) == 0.0 and float(damping.nu) == 2.0
     damped = gn.Damping(jnp.float32(1.0), jnp.float32(2.0))
     assert float(step(theta, loss, damped)[2].lam) == pytest.approx(1 / 3, rel=1e-4)
@@ -112,41 +105,3 @@ def test_the_phase_lowers_the_loss_at_every_iteration(adam):
     assert int(after.step) == int(state.step)
     same = jax.tree.map(np.array_equal, after.opt_state, state.opt_state)
     assert all(jax.tree.leaves(same))
-
-
-def _two_components():
-    """The plane waves of :func:`plane_wave_dataset` as two components: a navier fit."""
-    scalar = plane_wave_dataset()
-    return dataclasses.replace(scalar, u=np.concatenate([scalar.u, scalar.u[:, :1]], axis=1))
-
-
-def test_the_plan_gives_gauss_newton_its_own_length_and_no_continuation():
-    """second_phase="gauss_newton" runs GAUSS_NEWTON_STEPS where the L-BFGS phase would
-    run its default, under auto too (not continued); a given length is kept; the default
-    phase is unchanged."""
-    cfg = Config(steps=10000, mu_ref=3000.0)
-
-    def planned(**settings):
-        return run_plan.plan([_two_components()], cfg.replace(**settings), devices=1)
-
-    for law in ("voigt", "auto"):
-        gauss = planned(mu_model=law, second_phase="gauss_newton")
-        steps = (gauss.lbfgs_steps, gauss.lbfgs_continued_to)
-        assert steps == (run_plan.GAUSS_NEWTON_STEPS,) * 2
-    assert planned(mu_model="voigt", second_phase="gauss_newton", lbfgs_steps=3).lbfgs_steps == 3
-    lbfgs = planned(mu_model="auto")
-    assert (lbfgs.lbfgs_steps, lbfgs.lbfgs_continued_to) == (
-        run_plan.AUTO_LBFGS_STEPS,
-        run_plan.LBFGS_STEPS,
-    )
-    with pytest.raises(ConfigError, match="second_phase must be one of"):
-        Config(second_phase="newton")
-
-
-def test_invert_runs_the_phase_asked_for_and_records_it():
-    settings = {**SMALL, "steps": 20, "lbfgs_steps": 3, "second_phase": "gauss_newton"}
-    result = inversion.invert(plane_wave_dataset(), progress=False, **settings)
-    facts = result.metrics["lbfgs"]
-    assert (facts["phase"], facts["steps"], facts["kept"]) == ("gauss_newton", 3, True)
-    assert facts["loss_after"] < facts["loss_before"]
-    assert result.config.second_phase == "gauss_newton"
