@@ -60,10 +60,11 @@ def test_one_undamped_step_reaches_the_linear_least_squares_minimiser():
     theta = jnp.zeros(5, jnp.float32)
     loss = jnp.sum(residual(theta) ** 2)
     damping = gn.Damping(jnp.float32(0.0), jnp.float32(2.0))
-    step = jax.jit(lambda t, l, d: gn.lm_step(residual, t, l, d, cg_steps=5, cg_tol=0.0))
+    step = jax.jit(lambda t, f, d: gn.lm_step(residual, t, f, d, cg_steps=5, cg_tol=0.0))
     after, new, damping, k = step(theta, loss, damping)
     np.testing.assert_allclose(np.asarray(after), best, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(float(new), np.sum((np.asarray(a, float) @ best - b) ** 2), rtol=1e-5)
+    least = np.sum((np.asarray(a, float) @ best - b) ** 2)
+    np.testing.assert_allclose(float(new), least, rtol=1e-5)
     assert int(k) <= 5 and float(damping.lam) == 0.0 and float(damping.nu) == 2.0
     damped = gn.Damping(jnp.float32(1.0), jnp.float32(2.0))
     assert float(step(theta, loss, damped)[2].lam) == pytest.approx(1 / 3, rel=1e-4)
