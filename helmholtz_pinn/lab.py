@@ -68,6 +68,11 @@ _EXPORTS = {
     "stack_trees": "pinn.train",
     "predict": "pinn.predict",
     "prepare": "pinn.problem",
+    # second phases: the default L-BFGS and the Gauss-Newton phase measured against it
+    # (docs/performance.md, "A Gauss-Newton phase"; not run by invert)
+    "lbfgs_fn": "pinn.lbfgs",
+    "gauss_newton_fn": "pinn.gauss_newton",
+    "residual_vector": "pinn.train",
     # the run plan: a program's key, the prepared problems of a study
     "program": "fit.plan",
     "problems": "fit.plan",

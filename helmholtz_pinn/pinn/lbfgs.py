@@ -18,6 +18,14 @@ from helmholtz_pinn.pinn import train
 LBFGS_DRAW = 2**31 - 1  # the L-BFGS phase's sample: a fold_in that no Adam step uses
 
 
+def phase_batch(state: train.TrainState, problem: train.Problem, points: int):
+    """The phase's fixed sample of ``points`` voxels (every voxel of the mask when they
+    are fewer), drawn as :func:`helmholtz_pinn.pinn.train.sample_batch` draws a step's
+    batch, from the key fold_in(key, 2^31 - 1), which no Adam step uses."""
+    key = jax.random.fold_in(state.key, LBFGS_DRAW)
+    return train.sample_batch(problem, key, jnp.int32(0), points)
+
+
 def lbfgs_fn(
     spec: train.Spec,
     n_iter: int,
@@ -31,9 +39,7 @@ def lbfgs_fn(
 
     The loss L(params) = data + pde_weight(step) pde of
     :func:`helmholtz_pinn.pinn.train.loss_terms` on one fixed sample of ``points`` voxels
-    (every voxel of the mask when they are fewer; drawn as
-    :func:`helmholtz_pinn.pinn.train.sample_batch` draws a step's batch, from the key
-    fold_in(key, 2^31 - 1), which no Adam step uses) is minimised by ``n_iter`` iterations
+    (:func:`phase_batch`) is minimised by ``n_iter`` iterations
     of L-BFGS (optax, memory 10, zoom line search) in one ``lax.scan``. The state's params
     are replaced only if the last loss is finite and below the first (``kept``); the step
     counter and Adam's state stay as Adam left them. ``members``: as in
@@ -42,9 +48,7 @@ def lbfgs_fn(
     opt = optax.lbfgs(memory_size=10)
 
     def lbfgs(state: train.TrainState, problem: train.Problem):
-        batch = train.sample_batch(
-            problem, jax.random.fold_in(state.key, LBFGS_DRAW), jnp.int32(0), points
-        )
+        batch = phase_batch(state, problem, points)
         weight = train.pde_weight(state.step, spec)
 
         def loss(params):

@@ -261,25 +261,37 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
     )
 
 
-def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
-    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,), PDE point weight
-    (N,)): weighted means of |u' - u'_obs|^2 and |r|^2 over points (weight 0 for padding,
-    and for the PDE in the margin) and fields (w_fc). The one place the loss is formed.
-    A form with a stencil reads its patches (:func:`patch_points`; a patch has its
-    centre's PDE weight) and the data term u at their centres."""
-    x, u_obs, point, pde_point = batch
+def misfits(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
+    """(u' - u'_obs (N, F, C), r (N, F, C)), both complex: the data misfit and the PDE
+    residual on ``batch`` (as :func:`loss_terms` takes it), unweighted. A form with a
+    stencil reads its patches (:func:`patch_points`) and the data term u at their centres."""
+    x, u_obs, _, _ = batch
     points = patch_points(spec, x, problem.kappa)
     f = evaluate_fields(params, consts, spec, points, problem.omega_ratio)
     f = f._replace(scale=problem.scale)
     r = spec.form.residual(f, problem.kappa)
     u = f.u if spec.form.stencil is None else f.u[:, 0]
+    return u - u_obs, r
+
+
+def _mean_norm(problem: Problem, w_point: jax.Array) -> jax.Array:
+    """max(sum_p w_p, 1) sum_fc w_fc: the denominator of a weighted mean of :func:`loss_terms`."""
+    return jnp.maximum(jnp.sum(w_point), 1.0) * jnp.sum(problem.weight)
+
+
+def loss_terms(params, consts, spec: Spec, problem: Problem, batch) -> tuple[jax.Array, jax.Array]:
+    """(data loss, PDE loss) on ``batch`` = (x, u_obs, point weight (N,), PDE point weight
+    (N,)): weighted means of |u' - u'_obs|^2 and |r|^2 (:func:`misfits`) over points
+    (weight 0 for padding, and for the PDE in the margin) and fields (w_fc). The one place
+    the loss is formed (:func:`residual_vector` is its square root, for Gauss-Newton)."""
+    _, _, point, pde_point = batch
+    misfit, r = misfits(params, consts, spec, problem, batch)
     w_fc = problem.weight
 
     def mean(sq, w_point):
-        norm = jnp.maximum(jnp.sum(w_point), 1.0) * jnp.sum(w_fc)
-        return jnp.sum(w_point[:, None, None] * w_fc[None] * sq) / norm
+        return jnp.sum(w_point[:, None, None] * w_fc[None] * sq) / _mean_norm(problem, w_point)
 
-    return mean(jnp.abs(u - u_obs) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
+    return mean(jnp.abs(misfit) ** 2, point), mean(jnp.abs(r) ** 2, pde_point)
 
 
 def weighted_loss(params, consts, spec: Spec, problem: Problem, batch, weight: jax.Array):
@@ -287,6 +299,23 @@ def weighted_loss(params, consts, spec: Spec, problem: Problem, batch, weight: j
     minimise, ``weight`` the PDE weight of the step (:func:`pde_weight`)."""
     data, pde = loss_terms(params, consts, spec, problem, batch)
     return data + weight * pde, (data, pde)
+
+
+def residual_vector(params, consts, spec: Spec, problem: Problem, batch, weight: jax.Array):
+    """The loss of :func:`weighted_loss` as a sum of squares, for Gauss-Newton
+    (:mod:`helmholtz_pinn.pinn.gauss_newton`): the real vector
+        rho = [sqrt(W_data) (u' - u'_obs), sqrt(weight W_pde) r]  (real, imaginary parts),
+    W_term = w_p w_fc / (max(sum_p w_p, 1) sum_fc w_fc) with w_p the term's point weight,
+    flattened (length 4 N F C), so that |rho|^2 = data + weight pde of :func:`loss_terms`."""
+    _, _, point, pde_point = batch
+    misfit, r = misfits(params, consts, spec, problem, batch)
+
+    def scaled(z, w_point, factor=1.0):
+        w = w_point[:, None, None] * problem.weight[None] / _mean_norm(problem, w_point)
+        z = jnp.sqrt(factor * w) * z
+        return (z.real.reshape(-1), z.imag.reshape(-1))
+
+    return jnp.concatenate([*scaled(misfit, point), *scaled(r, pde_point, weight)])
 
 
 def pde_weight(step: jax.Array, spec: Spec) -> jax.Array:
