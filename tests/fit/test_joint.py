@@ -302,12 +302,15 @@ def test_springpot_dashpot_needs_two_frequencies():
 
 def test_the_springpot_exponent_varies_in_space():
     """Two regions of power-law tissue with the same G' at 60 Hz, alpha 0.15 and 0.35
-    (32 x 32 voxels of 1 mm, 60/90 Hz, the finite-difference simulator). Observed with
-    FIT: median alpha 0.148 and 0.356, G' error 1.9 %. Tolerance: 0.03 per region."""
+    (32 x 32 voxels of 1 mm, 60/90 Hz, the finite-difference simulator), FIT at 1500
+    steps. Observed (seeds 0-2): median alpha 0.147-0.151 and 0.353-0.365 (at 2000 steps,
+    seed 0: 0.148 and 0.356; at 1000 steps 0.372-0.375 in the second region, too close
+    to the bound). Tolerance: 0.03 per region."""
     phantom = phantoms.make_phantom("homogeneous", shape=(32, 32))
     alpha = np.where(np.arange(32)[:, None] < 16, 0.15, 0.35) * np.ones((1, 32))
     data = phantoms.simulate(phantoms.as_springpot(phantom, alpha, 60.0), (60.0, 90.0), 2)
-    res = inversion.invert(data, progress=False, pde="hetero", mu_model="springpot", **FIT)
+    fit = dict(FIT, steps=1500)
+    res = inversion.invert(data, progress=False, pde="hetero", mu_model="springpot", **fit)
     fitted = np.angle(res.mu[0]) * 2 / np.pi
     assert np.median(fitted[:16]) == pytest.approx(0.15, abs=0.03)
     assert np.median(fitted[16:]) == pytest.approx(0.35, abs=0.03)
