@@ -235,14 +235,15 @@ def test_springpot_model_is_a_power_law_and_its_gradient_is_exact(rng):
 
 def test_springpot_fit_recovers_the_exponent_and_the_modulus():
     """Exact springpot plane waves (alpha 0.3, |G*| 3 kPa at 90 Hz, 24 x 24 voxels of
-    1 mm). Observed with FIT (seeds 0-2): median alpha 0.298-0.300, median |G*| at 90 Hz
-    2973-2988 Pa (<= 0.9 % low), median error of G' 0.9-2.4 % (at 1000 steps 1.7-3.2 %).
-    Tolerances: alpha 0.03, |G*| 3 %, G' error 5 %.
+    1 mm), FIT at 1000 steps. Observed (seeds 0-2): median alpha 0.298-0.300, median |G*|
+    at 90 Hz 2947-2968 Pa (<= 1.8 % low), median error of G' 1.7-3.2 % (at 2000 steps
+    2973-2988 Pa and 0.9-2.4 %). Tolerances: alpha 0.03, |G*| 3 %, G' error 5 %.
 
-    The right law is quiet: its per-frequency factors spread by 0.05 % (observed), far
-    below the 2 % limit; a Voigt fit of the same data leaves 3.6 % (the next test)."""
+    The right law is quiet: its per-frequency factors spread by 0.10-0.21 % (observed),
+    far below the 2 % limit; a Voigt fit of the same data leaves 3.6 % (the next test)."""
     data = springpot_waves()
-    res = inversion.invert(data, progress=False, pde="helmholtz", mu_model="springpot", **FIT)
+    fit = dict(FIT, steps=1000)
+    res = inversion.invert(data, progress=False, pde="helmholtz", mu_model="springpot", **fit)
     check = next(c for c in res.metrics["fit_quality"] if c["name"] == "law_consistency")
     assert check["passed"] and check["value"] < forms.get("helmholtz").spread_max / 4
     alpha = np.angle(res.mu) * 2 / np.pi
@@ -256,11 +257,13 @@ def test_springpot_fit_recovers_the_exponent_and_the_modulus():
 
 
 def test_a_wrong_law_is_flagged():
-    """Voigt on power-law waves: the per-frequency factors spread by 3.6 % (observed),
-    above the 2 % limit of the helmholtz form, so law_consistency fails and warns."""
+    """Voigt on power-law waves, FIT at 1000 steps: the per-frequency factors spread by
+    3.5-3.6 % (observed, seeds 0-2; 3.6 % at 2000 steps), above the 2 % limit of the
+    helmholtz form, so law_consistency fails and warns."""
+    fit = dict(FIT, steps=1000)
     with pytest.warns(FitQualityWarning, match="law_consistency"):
         res = inversion.invert(
-            springpot_waves(), progress=False, pde="helmholtz", mu_model="voigt", **FIT
+            springpot_waves(), progress=False, pde="helmholtz", mu_model="voigt", **fit
         )
     check = next(c for c in res.metrics["fit_quality"] if c["name"] == "law_consistency")
     assert not check["passed"] and check["value"] > 1.5 * forms.get("helmholtz").spread_max
@@ -299,12 +302,15 @@ def test_springpot_dashpot_needs_two_frequencies():
 
 def test_the_springpot_exponent_varies_in_space():
     """Two regions of power-law tissue with the same G' at 60 Hz, alpha 0.15 and 0.35
-    (32 x 32 voxels of 1 mm, 60/90 Hz, the finite-difference simulator). Observed with
-    FIT: median alpha 0.148 and 0.356, G' error 1.9 %. Tolerance: 0.03 per region."""
+    (32 x 32 voxels of 1 mm, 60/90 Hz, the finite-difference simulator), FIT at 1500
+    steps. Observed (seeds 0-2): median alpha 0.147-0.151 and 0.353-0.365 (at 2000 steps,
+    seed 0: 0.148 and 0.356; at 1000 steps 0.372-0.375 in the second region, too close
+    to the bound). Tolerance: 0.03 per region."""
     phantom = phantoms.make_phantom("homogeneous", shape=(32, 32))
     alpha = np.where(np.arange(32)[:, None] < 16, 0.15, 0.35) * np.ones((1, 32))
     data = phantoms.simulate(phantoms.as_springpot(phantom, alpha, 60.0), (60.0, 90.0), 2)
-    res = inversion.invert(data, progress=False, pde="hetero", mu_model="springpot", **FIT)
+    fit = dict(FIT, steps=1500)
+    res = inversion.invert(data, progress=False, pde="hetero", mu_model="springpot", **fit)
     fitted = np.angle(res.mu[0]) * 2 / np.pi
     assert np.median(fitted[:16]) == pytest.approx(0.15, abs=0.03)
     assert np.median(fitted[16:]) == pytest.approx(0.35, abs=0.03)

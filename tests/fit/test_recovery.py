@@ -28,6 +28,10 @@ BACKGROUND, TARGET = 3e3, 9e3  # Pa
 FIT = Config(
     **dict(width=48, depth=2, mu_width=16, mu_depth=1, n_features=32, batch_size=512),
     **dict(steps=2000, sync_interval=100, pde_warmup=300, learning_rate=3e-3),
+    # the phantom's law (Voigt, eta = 1 Pa s): one fit. mu_model="auto" fits both laws,
+    # keeps Voigt here and returns the same map bit for bit at twice the cost; the law
+    # choice is tested in tests/fit/test_joint.py and tests/assess/test_laws.py
+    mu_model="voigt",
 )
 
 
@@ -60,9 +64,10 @@ def test_stiff_disk_is_recovered(disk):
 def test_a_3d_fit_with_the_3d_fourier_factor_is_not_biased_low():
     """Two plane shear waves per frequency along the xy-plane of a 24 x 24 x 6 volume of
     1 mm (3 kPa, 60 and 90 Hz; exact, z-invariant): one 3-D hetero fit. Measured
-    (1500 steps, seeds 0-2, CPU): with the 3-D defaults (factor 0.5, through-plane
-    ratio 0.25) median G' 2929-2943 Pa, median error 3.0-3.2 %; with the isotropic 2-D
-    factor 1.0, 2410-2609 Pa (13-20 % low) and 21-28 %. Bounds: default median within
+    (1000 steps, seeds 0-2, CPU): with the 3-D defaults (factor 0.5, through-plane
+    ratio 0.25) median G' 2919-2946 Pa, median error 3.3-4.0 %; with the isotropic 2-D
+    factor 1.0, median error 28-37 % (at 1500 steps: 2929-2943 Pa and 3.0-3.2 %
+    against 2410-2609 Pa, 13-20 % low, and 21-28 %). Bounds: default median within
     10 %, error < 15 % and under half the 2-D factor's error."""
     from helmholtz_pinn.io.dataset import Dataset
 
@@ -72,7 +77,7 @@ def test_a_3d_fit_with_the_3d_fourier_factor_is_not_biased_low():
     k = 2 * np.pi * freqs * np.sqrt(1000 / g)
     u = [[np.exp(1j * q * (0.8 * x + 0.6 * y)), np.exp(1j * q * (-0.6 * x + 0.8 * y))] for q in k]
     data = Dataset(u=np.array(u), frequency=freqs, spacing=np.full(3, h), mu=np.full(x.shape, g))
-    cfg = FIT.replace(steps=1500, pde="hetero", mu_model="per-frequency", mu_width=8)
+    cfg = FIT.replace(steps=1000, pde="hetero", mu_model="per-frequency", mu_width=8)
     default = inversion.invert(data, cfg, progress=False, devices=1)
     planar_cfg = cfg.replace(sigma_factor_u=1.0, sigma_ratio_z=1.0)
     planar = inversion.invert(data, planar_cfg, progress=False, devices=1)
