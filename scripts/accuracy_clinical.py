@@ -21,11 +21,16 @@ default Gaussian width).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 import warnings
 from pathlib import Path
+
+import study_report
+
+pct = functools.partial(study_report.pct, missing="-")  # "-": no value to report
 
 METHODS = (
     "pinn", "pinn-voigt", "pinn-springpot", "pinn-springpot-dashpot", "pinn-per-frequency",
@@ -124,10 +129,6 @@ def run(args) -> int:
     return 0
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:.1f} %"
-
-
 def contrasts(row: dict) -> str:
     """The targets' G' contrasts, then (as ``G'' k: v``) the G'' contrast of each target
     that has no G' contrast to read (a viscosity-only one)."""
@@ -142,7 +143,7 @@ def summary(row: dict) -> str:
     law = (row.get("law") or {}).get("mu_model", "")
     return (
         f"{row['member']:<24} {str(row['noise_db']):>5} {row['method']:<18} G' "
-        f"{_pct(row['storage']):>8} G'' {_pct(row['loss']):>8} R "
+        f"{pct(row['storage']):>8} G'' {pct(row['loss']):>8} R "
         f"{row['r'] if row['r'] is None else round(row['r'], 3)} contrast "
         f"{contrasts(row)} {law} "
         f"spread {row.get('law_spread')} {row['seconds']} s {row['checks_failed']}"
@@ -162,8 +163,8 @@ def report(args) -> int:
         noise = "clean" if r["noise_db"] is None else f"{r['noise_db']:g} dB"
         r_text = "-" if r["r"] is None else f"{r['r']:.3f}"
         print(
-            f"| {r['member']} | {noise} | {r['method']} | {_pct(r['storage'])} | "
-            f"{_pct(r['loss'])} | {r_text} | {contrast} | {law} | {r['seconds']:.0f} |"
+            f"| {r['member']} | {noise} | {r['method']} | {pct(r['storage'])} | "
+            f"{pct(r['loss'])} | {r_text} | {contrast} | {law} | {r['seconds']:.0f} |"
         )
     return 0
 

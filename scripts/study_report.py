@@ -15,10 +15,10 @@ def noise_label(noise_db: float | None) -> str:
     return "clean" if noise_db is None else f"{noise_db:g} dB"
 
 
-def pct(x, digits: int = 1) -> str:
-    """A fraction as a percentage; ``n/a`` for None or non-finite."""
+def pct(x, digits: int = 1, missing: str = "n/a") -> str:
+    """A fraction as a percentage; ``missing`` for None or non-finite."""
     if x is None or not math.isfinite(x):
-        return "n/a"
+        return missing
     return f"{round(100 * x, digits) + 0.0:.{digits}f} %"  # + 0.0: no "-0 %"
 
 

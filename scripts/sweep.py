@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -40,9 +41,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+import study_report
 
 import helmholtz_pinn as hp
 from helmholtz_pinn import lab
+
+pct = functools.partial(study_report.pct, missing="-")  # "-": no value to report
 
 RHO = 1000.0
 NOISES = (None, -20.0, -10.0)
@@ -383,16 +387,12 @@ def run(args) -> int:
 # --------------------------------------------------------------------------- report
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:.1f} %"
-
-
 def summary(row: dict) -> str:
     contrast = " / ".join(f"{v:.2f}" for v in (row["contrast"] or {}).values() if v is not None)
     r = "-" if row["r"] is None else f"{row['r']:.3f}"
     return (
-        f"{row['member']:<30} {row['method']:<14} G' {_pct(row['storage']):>8} G'' "
-        f"{_pct(row['loss']):>8} R {r} contrast {contrast or '-'} voxels/lambda "
+        f"{row['member']:<30} {row['method']:<14} G' {pct(row['storage']):>8} G'' "
+        f"{pct(row['loss']):>8} R {r} contrast {contrast or '-'} voxels/lambda "
         f"{row['voxels_true']} (u: {row['voxels_from_u']}) {row['seconds']} s "
         f"{row['checks_failed'] or ''} {row.get('error') or ''}"
     )
@@ -443,8 +443,8 @@ def report(args) -> int:
             curl = [base.get((r["member"], "curl-mdev"), {}).get("storage") for r in group]
             fired = sum(bool(r["checks_failed"]) for r in group)
             print(
-                f"| {cls} | {len(group)} | {_pct(float(np.median(err)))} ({_pct(min(err))}-"
-                f"{_pct(max(err))}) | {np.median(rs) if rs else float('nan'):.2f} | "
+                f"| {cls} | {len(group)} | {pct(float(np.median(err)))} ({pct(min(err))}-"
+                f"{pct(max(err))}) | {np.median(rs) if rs else float('nan'):.2f} | "
                 f"{np.median(con) if con else float('nan'):.2f} | {fired}/{len(group)} | "
                 f"{_span(ahi)} | {_span(curl)} |"
             )
@@ -459,7 +459,7 @@ def report(args) -> int:
         for r in (r for g in groups.values() for r in g):
             con = " / ".join(f"{v:.2f}" for v in (r["contrast"] or {}).values() if v is not None)
             print(
-                f"| {r['member']} | {_pct(r['storage'])} | {_pct(r['loss'])} | "
+                f"| {r['member']} | {pct(r['storage'])} | {pct(r['loss'])} | "
                 f"{'-' if r['r'] is None else round(r['r'], 3)} | {con or '-'} | "
                 f"{r['voxels_true']} ({r['voxels_from_u']}) | "
                 f"{', '.join(r['checks_failed']) or '-'} |"
@@ -471,7 +471,7 @@ def _span(values) -> str:
     v = [x for x in values if x is not None]
     if not v:
         return "-"
-    return _pct(float(np.median(v))) + (f" ({_pct(min(v))}-{_pct(max(v))})" if len(v) > 1 else "")
+    return pct(float(np.median(v))) + (f" ({pct(min(v))}-{pct(max(v))})" if len(v) > 1 else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

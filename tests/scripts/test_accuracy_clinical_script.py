@@ -5,6 +5,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ FACTS = {  # a Voigt member's metrics as invert() writes them (values made up)
 
 
 def _script():
+    sys.path.insert(0, str(SCRIPT.parent))  # its sibling study_report, as when run
     spec = importlib.util.spec_from_file_location("accuracy_clinical_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -6,12 +6,14 @@ import contextlib
 import importlib.util
 import io
 import json
+import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "sweep.py"
 
 
 def _script():
+    sys.path.insert(0, str(SCRIPT.parent))  # its sibling study_report, as when run
     spec = importlib.util.spec_from_file_location("sweep_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
