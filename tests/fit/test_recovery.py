@@ -64,13 +64,14 @@ def test_stiff_disk_is_recovered(disk):
 
 def test_a_3d_fit_with_the_3d_fourier_factor_is_not_biased_low():
     """Two plane shear waves per frequency along the xy-plane of a 24 x 24 x 6 volume of
-    1 mm (3 kPa, 60 and 90 Hz; exact, z-invariant): one 3-D hetero fit of 500 steps with
-    each factor. Measured (seeds 0-2, CPU): with the 3-D defaults (factor 0.5,
-    through-plane ratio 0.25) median G' 2885-2919 Pa, median error 5.8-7.3 %; with the
-    isotropic 2-D factor 1.0, median error 42-51 % (at 1000 steps: 2919-2946 Pa and
-    3.3-4.0 % against 28-37 %; at 1500 steps: 2929-2943 Pa and 3.0-3.2 % against
-    2410-2609 Pa, 13-20 % low, and 21-28 %). Bounds: default median within 10 %, error
-    < 15 % and under half the 2-D factor's error."""
+    1 mm (3 kPa, 60 and 90 Hz; exact, z-invariant): one 3-D hetero fit of 600 steps with
+    each factor (the fewest past the plateau schedule's patience of 5 blocks). Measured
+    (seeds 0-2, CPU): with the 3-D defaults (factor 0.5, through-plane ratio 0.25)
+    median G' 2897-2923 Pa, median error 5.2-6.2 %; with the isotropic 2-D factor 1.0,
+    median error 39-47 % (at 1000 steps: 2919-2946 Pa and 3.3-4.0 % against 28-37 %; at
+    1500 steps: 2929-2943 Pa and 3.0-3.2 % against 2410-2609 Pa, 13-20 % low, and
+    21-28 %). Bounds: default median within 10 %, error < 15 % and under half the 2-D
+    factor's error."""
     from helmholtz_pinn.io.dataset import Dataset
 
     h, n, nz, g = 1e-3, 24, 6, BACKGROUND
@@ -79,7 +80,7 @@ def test_a_3d_fit_with_the_3d_fourier_factor_is_not_biased_low():
     k = 2 * np.pi * freqs * np.sqrt(1000 / g)
     u = [[np.exp(1j * q * (0.8 * x + 0.6 * y)), np.exp(1j * q * (-0.6 * x + 0.8 * y))] for q in k]
     data = Dataset(u=np.array(u), frequency=freqs, spacing=np.full(3, h), mu=np.full(x.shape, g))
-    cfg = FIT.replace(steps=500, pde="hetero", mu_model="per-frequency", mu_width=8)
+    cfg = FIT.replace(steps=600, pde="hetero", mu_model="per-frequency", mu_width=8)
     default = inversion.invert(data, cfg, progress=False, devices=1)
     planar_cfg = cfg.replace(sigma_factor_u=1.0, sigma_ratio_z=1.0)
     planar = inversion.invert(data, planar_cfg, progress=False, devices=1)
