@@ -29,7 +29,7 @@ from helmholtz_pinn.pinn import dispersion, forms, train
 from helmholtz_pinn.pinn.compile_options import once_options
 from helmholtz_pinn.pinn.model import apply_jet
 
-POINTS = 4096  # PDE rows of the sample (every one when the problem has fewer)
+POINTS = 1024  # PDE rows of the sample (every one when the problem has fewer)
 STEPS = 1000  # Adam steps of each law's modulus network
 LEARNING_RATE = 3e-3  # decays to a tenth over the steps (cosine)
 SEED = 0
