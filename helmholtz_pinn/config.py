@@ -68,7 +68,7 @@ class Config:
         number; None: 2048.
       learning_rate: Adam step size at the start.
       lbfgs_steps: L-BFGS iterations after the Adam phase, on one fixed sample of
-        lbfgs_points voxels; 0: none; None: 4000 (mu_model auto judges both laws after
+        lbfgs_points voxels; 0: none; None: 4000 (mu_model auto judges the laws after
         1000 and continues the kept fit to 4000) for one navier fit (one dataset, no
         ensemble) of clean data (the best field has a noise fraction below 0.02) whose
         steps exceed lbfgs_from and whose mask has at most lbfgs_points voxels (the

@@ -14,8 +14,10 @@ the fitted modulus that best satisfies the PDE for the fitted wave, and the law'
 modulus the law cannot give. The wrong law leaves the larger spread: 3-7x the right
 law's on every tuning case (docs/defaults.md).
 
-``mu_model="auto"`` fits both laws (:data:`ORDER`) and keeps the one of the lower
-spread (:func:`chosen`; a tie goes to the springpot); where the spreads do not separate
+``mu_model="auto"`` keeps the law of the lower spread (:func:`chosen`; a tie goes to the
+springpot), each law's modulus judged on one fit's wave, or on its own fit where that
+does not keep the law fitted (:mod:`helmholtz_pinn.fit.law_choice`; :func:`prior` says
+which law is fitted first); where the spreads do not separate
 the laws (:data:`SEPARATION`) the choice says so (:func:`choice`, :func:`describe`) and
 the two laws' maps can be compared (:func:`map_difference`). Per-frequency moduli are not
 chosen for several frequencies: on the three-component held-out volume they were 3.6x

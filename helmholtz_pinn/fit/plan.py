@@ -297,9 +297,10 @@ def plans(
 
 
 def laws(cfg: Config, n_freq: int) -> tuple[str, ...]:
-    """The laws a run fits: ``mu_model`` as asked; "auto" both laws of
-    :data:`helmholtz_pinn.assess.laws.ORDER`, or per-frequency for one frequency (no law
-    to choose)."""
+    """The laws a run may fit: ``mu_model`` as asked; "auto" the laws of
+    :data:`helmholtz_pinn.assess.laws.ORDER` (fitted one after the other until one is
+    kept, :mod:`helmholtz_pinn.fit.law_choice`), or per-frequency for one frequency (no
+    law to choose)."""
     if cfg.mu_model != "auto":
         return (cfg.mu_model,)
     return ("per-frequency",) if n_freq == 1 else tuple(law_choice.ORDER)
