@@ -159,7 +159,7 @@ def prior(dataset) -> tuple[str, ...]:
     Only an order: which law :mod:`helmholtz_pinn.fit.law_choice` fits first. On the
     2-D scalar phantoms of the sweep it named the tissue's law every time; on elastic
     volumes, whose compressional waves bias AHI, it named the springpot for Voigt
-    tissue too (docs/defaults.md, "One law choice, one fit")."""
+    tissue too (docs/defaults.md, "One fit, the laws judged on its wave")."""
     from helmholtz_pinn.assess.baselines import ahi
 
     if dataset.n_freq < 2 or set(ORDER) != {"springpot", "voigt"}:
