@@ -101,14 +101,17 @@ def fit_modulus(
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
     seed: int = SEED,
-) -> tuple[Any, np.ndarray]:
-    """(params, loss per step (steps,)): the mu-network of ``spec``'s law, initialised
-    from ``seed``, fitted to the PDE on the fixed ``wave`` by ``steps`` Adam steps."""
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """(params, loss per step (steps,), c_f (F,) complex): the mu-network of ``spec``'s
+    law, initialised from ``seed``, fitted to the PDE on the fixed ``wave`` by ``steps``
+    Adam steps, and its per-frequency factors there (:func:`frequency_scale`), in one
+    compiled program."""
     net = spec.networks(1.0, 1.0)[1]
     key = jax.random.PRNGKey(seed)
     params = net.init(key, jnp.zeros((1, spec.ndim), jnp.float32))["params"]
-    params, losses = _fit(spec, steps, float(learning_rate))(params, wave, _device(problem))
-    return params, np.asarray(losses)
+    fit = _fit(spec, steps, float(learning_rate))
+    params, losses, sums = fit(params, wave, _device(problem))
+    return params, np.asarray(losses), _ratio(*sums)
 
 
 def _device(problem: train.Problem) -> train.Problem:
@@ -131,27 +134,33 @@ def _fit(spec: train.Spec, steps: int, learning_rate: float):
             return (optax.apply_updates(p, updates), s), loss
 
         (params, _), losses = jax.lax.scan(body, (params, opt.init(params)), None, steps)
-        return params, losses
+        return params, losses, _sums(spec, params, wave, problem)
 
     return jax.jit(fn, compiler_options=once_options())
 
 
 def frequency_scale(params_mu, wave: Wave, spec: train.Spec, problem: train.Problem) -> np.ndarray:
-    """c_f (F,) complex of the law's modulus ``params_mu`` on the fixed wave
-    (:func:`helmholtz_pinn.pinn.dispersion.scale_sums`)."""
-    num, den = _scale_sums(spec)(params_mu, wave, _device(problem))
-    num, den = np.asarray(num), np.asarray(den)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, -num / den, np.nan + 0j)
+    """c_f (F,) complex of the law's modulus ``params_mu`` on the fixed wave: the
+    least-squares factor per frequency of :mod:`helmholtz_pinn.pinn.dispersion`, from
+    :func:`helmholtz_pinn.pinn.dispersion.scale_sums`; NaN where no row has a residual."""
+    return _ratio(*_scale_sums(spec)(params_mu, wave, _device(problem)))
+
+
+def _sums(spec: train.Spec, params_mu, wave: Wave, problem: train.Problem):
+    f = fields(params_mu, wave, spec, problem)
+    return dispersion.scale_sums(spec.form, f, problem.kappa, problem.weight, wave.valid)
 
 
 @functools.lru_cache(maxsize=16)
 def _scale_sums(spec: train.Spec):
-    def fn(params, wave, problem):
-        f = fields(params, wave, spec, problem)
-        return dispersion.scale_sums(spec.form, f, problem.kappa, problem.weight, wave.valid)
+    return jax.jit(functools.partial(_sums, spec), compiler_options=once_options())
 
-    return jax.jit(fn, compiler_options=once_options())
+
+def _ratio(num, den) -> np.ndarray:
+    """c_f = -num / den (NaN where den is 0)."""
+    num, den = np.asarray(num), np.asarray(den)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, -num / den, np.nan + 0j)
 
 
 class Judged(NamedTuple):
@@ -177,8 +186,6 @@ def judge(
     out = {}
     for law in candidates:
         laws.resolve(law, spec.n_freq)  # a law the data's frequencies cannot hold: refused
-        s = law_spec(spec, law)
-        params, losses = fit_modulus(wave, s, problem, steps)
-        c = frequency_scale(params, wave, s, problem)
+        _, losses, c = fit_modulus(wave, law_spec(spec, law), problem, steps)
         out[law] = Judged(dispersion.spread(c), c, float(losses[-1]))
     return out

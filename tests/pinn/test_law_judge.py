@@ -50,7 +50,7 @@ def test_a_laws_modulus_fitted_on_a_wave_lowers_its_pde_loss():
     spec, problem = prep.spec, prep.problem
     state = train.init_state(spec, 1, prep.sigma_u, prep.sigma_mu, 1e-2)
     wave = law_judge.wave_of(state, spec, problem, points=128)
-    _, losses = law_judge.fit_modulus(wave, spec, problem, steps=200)
+    _, losses, _ = law_judge.fit_modulus(wave, spec, problem, steps=200)
     assert losses[-1] < 0.1 * losses[0]
     judged = law_judge.judge(state, spec, problem, ("springpot", "voigt"), steps=200, points=128)
     assert set(judged) == {"springpot", "voigt"}
