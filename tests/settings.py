@@ -71,6 +71,21 @@ def volume():
     )
 
 
+# Small networks for fits of the plane waves below (tests/fit/test_joint.py, test_law_choice.py).
+WAVES_FIT = dict(
+    width=48,
+    depth=2,
+    mu_width=8,
+    mu_depth=1,
+    n_features=32,
+    batch_size=512,
+    steps=2000,
+    sync_interval=100,
+    pde_warmup=300,
+    learning_rate=3e-3,
+)
+
+
 def springpot_waves(alpha=0.3, g90=3000.0, n=24, h=1e-3, freqs=(60.0, 90.0)):
     """Two plane waves per frequency in a homogeneous springpot medium, exact:
     mu_f = |G*|_90 (f / 90 Hz)^alpha exp(i alpha pi / 2), k_f = omega sqrt(rho / mu_f)."""

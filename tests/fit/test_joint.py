@@ -20,7 +20,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from settings import springpot_waves, voigt_waves
+from settings import WAVES_FIT, springpot_waves, voigt_waves
 
 from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 from helmholtz_pinn.errors import ConfigError
@@ -37,18 +37,7 @@ FREQS = (60.0, 90.0)
 GRID = (40, 40)
 # Small networks and the fewest steps that pass with margin (1000 steps: 3.5 % median
 # error). CPU, 2 busy cores: 22-28 s per fit.
-FIT = dict(
-    width=48,
-    depth=2,
-    mu_width=8,
-    mu_depth=1,
-    n_features=32,
-    batch_size=512,
-    steps=2000,
-    sync_interval=100,
-    pde_warmup=300,
-    learning_rate=3e-3,
-)
+FIT = dict(WAVES_FIT)
 
 
 @pytest.fixture(scope="module")

@@ -4,27 +4,15 @@ homogeneous Voigt or springpot medium (tests/settings.py), 24 x 24 voxels, 60 an
 
 import numpy as np
 import pytest
-from settings import springpot_waves, voigt_waves
+from settings import WAVES_FIT, springpot_waves, voigt_waves
 
 from helmholtz_pinn.assess import laws
 from helmholtz_pinn.fit import inversion
 
-# The small networks of tests/fit/test_joint.py at 500 steps: on the right law's wave
+# The small networks of the plane-wave fits at 500 steps: on the right law's wave
 # the other law spread 11-15x more (springpot 0.65 % against 7.45 %, Voigt 0.34 % against
 # 5.14 %).
-FIT = dict(
-    width=48,
-    depth=2,
-    mu_width=8,
-    mu_depth=1,
-    n_features=32,
-    batch_size=512,
-    steps=500,
-    sync_interval=100,
-    pde_warmup=300,
-    learning_rate=3e-3,
-    pde="helmholtz",
-)
+FIT = dict(WAVES_FIT, steps=500, pde="helmholtz")
 
 
 @pytest.mark.parametrize(
