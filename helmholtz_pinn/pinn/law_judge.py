@@ -55,19 +55,30 @@ def wave_of(
     rows = np.flatnonzero(np.asarray(problem.pde)[: int(problem.count)] > 0)
     if rows.size > points:
         rows = rows[np.linspace(0, rows.size - 1, points).round().astype(int)]
-    x = train.patch_points(spec, jnp.asarray(np.asarray(problem.x)[rows]), problem.kappa)
-    flat = x.reshape(-1, x.shape[-1])
-    jet_u = _jet_u(spec)(state.params["u"], state.consts["u"], flat)
+    x, kappa = (jnp.asarray(a) for a in (np.asarray(problem.x)[rows], problem.kappa))
+    x, jet_u = _wave(spec)(state.params["u"], state.consts["u"], x, kappa)
     valid = jnp.asarray(np.asarray(problem.pde)[rows], jnp.float32)
     return Wave(x, jet_u, valid, state.consts["mu"])
 
 
 @functools.lru_cache(maxsize=16)
-def _jet_u(spec: train.Spec):
-    def fn(params, consts, x):
-        return apply_jet(params, consts, x, spec.activation, spec.u_order, spec.depth)
+def _wave(spec: train.Spec):
+    """(points or patches, the u-network's jet there) as one compiled program."""
+
+    def fn(params, consts, x, kappa):
+        x = train.patch_points(spec, x, kappa)
+        flat = x.reshape(-1, x.shape[-1])
+        return x, apply_jet(params, consts, flat, spec.activation, spec.u_order, spec.depth)
 
     return jax.jit(fn, compiler_options=once_options())
+
+
+@functools.lru_cache(maxsize=16)
+def _init(spec: train.Spec):
+    """The mu-network's initial parameters from a key, as one compiled program."""
+    net = spec.networks(1.0, 1.0)[1]
+    x = jnp.zeros((1, spec.ndim), jnp.float32)
+    return jax.jit(lambda key: net.init(key, x)["params"], compiler_options=once_options())
 
 
 def law_spec(spec: train.Spec, law: str) -> train.Spec:
@@ -106,9 +117,7 @@ def fit_modulus(
     law, initialised from ``seed``, fitted to the PDE on the fixed ``wave`` by ``steps``
     Adam steps, and its per-frequency factors there (:func:`frequency_scale`), in one
     compiled program."""
-    net = spec.networks(1.0, 1.0)[1]
-    key = jax.random.PRNGKey(seed)
-    params = net.init(key, jnp.zeros((1, spec.ndim), jnp.float32))["params"]
+    params = _init(spec)(jax.random.PRNGKey(seed))
     fit = _fit(spec, steps, float(learning_rate))
     params, losses, sums = fit(params, wave, _device(problem))
     return params, np.asarray(losses), _ratio(*sums)
