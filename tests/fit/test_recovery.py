@@ -5,16 +5,17 @@ a 3 kPa background of 40 x 40 voxels of 1 mm (eta = 1 Pa s everywhere), simulate
 the finite-difference solver at 80 and 120 Hz with two drive directions (background
 wavelength 22 and 14 mm, disk 38 and 25 mm). Fitted by ``invert`` with the default PDE
 form for two components ("hetero", div(mu grad u) + rho omega^2 u = 0) and the small
-networks and 2000 steps below (about 10 s on this project's 2-core CPU).
+networks and 1500 steps below (about 13 s on this project's 2-core CPU).
 
-Measured with these settings (seeds 0, 1, 2; 2026-12-01, G'' >= 0 by softplus):
-median relative error of G' 3.2 / 3.9 / 3.7 % in the background and 8.4 / 8.4 / 10.3 %
-in the disk; recovered contrast median G'(disk) / median G'(background) 2.87 / 2.82 /
-2.72 against the true 3 (the disk's edge is smoothed by the mu-network, so the disk
-reads low). Tolerances, about twice those errors so that a change of the modulus
-parameterisation or of the schedule does not fail it while a fit that misses the disk
-does: background < 8 %, disk < 20 %, contrast within 20 % of 3 (an unresolved disk
-gives a contrast near 1 and a disk error near 67 %).
+Measured with these settings (seeds 0, 1, 2): median relative error of G' 3.8 / 4.4 /
+4.8 % in the background and 8.4 / 12.5 / 9.9 % in the disk; recovered contrast median
+G'(disk) / median G'(background) 2.87 / 2.68 / 2.76 against the true 3 (the disk's edge
+is smoothed by the mu-network, so the disk reads low). At 2000 steps: 3.2-3.9 %,
+8.4-10.3 % and 2.72-2.87; at 1000 steps the disk reached 18.6 % (seed 1), too close to
+its bound. Tolerances, 1.6 to 2.4 times the background and the disk errors so that a
+change of the modulus parameterisation or of the schedule does not fail it while a fit
+that misses the disk does: background < 8 %, disk < 20 %, contrast within 20 % of 3 (an
+unresolved disk gives a contrast near 1 and a disk error near 67 %).
 """
 
 import numpy as np
@@ -27,7 +28,7 @@ from helmholtz_pinn.forward.phantoms import simulate_phantom
 BACKGROUND, TARGET = 3e3, 9e3  # Pa
 FIT = Config(
     **dict(width=48, depth=2, mu_width=16, mu_depth=1, n_features=32, batch_size=512),
-    **dict(steps=2000, sync_interval=100, pde_warmup=300, learning_rate=3e-3),
+    **dict(steps=1500, sync_interval=100, pde_warmup=300, learning_rate=3e-3),
     # the phantom's law (Voigt, eta = 1 Pa s): one fit. mu_model="auto" fits both laws,
     # keeps Voigt here and returns the same map bit for bit at twice the cost; the law
     # choice is tested in tests/fit/test_joint.py and tests/assess/test_laws.py
@@ -63,12 +64,14 @@ def test_stiff_disk_is_recovered(disk):
 
 def test_a_3d_fit_with_the_3d_fourier_factor_is_not_biased_low():
     """Two plane shear waves per frequency along the xy-plane of a 24 x 24 x 6 volume of
-    1 mm (3 kPa, 60 and 90 Hz; exact, z-invariant): one 3-D hetero fit. Measured
-    (1000 steps, seeds 0-2, CPU): with the 3-D defaults (factor 0.5, through-plane
-    ratio 0.25) median G' 2919-2946 Pa, median error 3.3-4.0 %; with the isotropic 2-D
-    factor 1.0, median error 28-37 % (at 1500 steps: 2929-2943 Pa and 3.0-3.2 %
-    against 2410-2609 Pa, 13-20 % low, and 21-28 %). Bounds: default median within
-    10 %, error < 15 % and under half the 2-D factor's error."""
+    1 mm (3 kPa, 60 and 90 Hz; exact, z-invariant): one 3-D hetero fit of 600 steps with
+    each factor (the fewest past the plateau schedule's patience of 5 blocks). Measured
+    (seeds 0-2, CPU): with the 3-D defaults (factor 0.5, through-plane ratio 0.25)
+    median G' 2897-2923 Pa, median error 5.2-6.2 %; with the isotropic 2-D factor 1.0,
+    median error 39-47 % (at 1000 steps: 2919-2946 Pa and 3.3-4.0 % against 28-37 %; at
+    1500 steps: 2929-2943 Pa and 3.0-3.2 % against 2410-2609 Pa, 13-20 % low, and
+    21-28 %). Bounds: default median within 10 %, error < 15 % and under half the 2-D
+    factor's error."""
     from helmholtz_pinn.io.dataset import Dataset
 
     h, n, nz, g = 1e-3, 24, 6, BACKGROUND
@@ -77,7 +80,7 @@ def test_a_3d_fit_with_the_3d_fourier_factor_is_not_biased_low():
     k = 2 * np.pi * freqs * np.sqrt(1000 / g)
     u = [[np.exp(1j * q * (0.8 * x + 0.6 * y)), np.exp(1j * q * (-0.6 * x + 0.8 * y))] for q in k]
     data = Dataset(u=np.array(u), frequency=freqs, spacing=np.full(3, h), mu=np.full(x.shape, g))
-    cfg = FIT.replace(steps=1000, pde="hetero", mu_model="per-frequency", mu_width=8)
+    cfg = FIT.replace(steps=600, pde="hetero", mu_model="per-frequency", mu_width=8)
     default = inversion.invert(data, cfg, progress=False, devices=1)
     planar_cfg = cfg.replace(sigma_factor_u=1.0, sigma_ratio_z=1.0)
     planar = inversion.invert(data, planar_cfg, progress=False, devices=1)

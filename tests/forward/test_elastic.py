@@ -122,14 +122,19 @@ def test_simulate_elastic_returns_a_valid_volume(volume):
 
 
 def test_slice_is_the_middle_plane_of_the_volume_and_noise_is_shared(volume):
-    sliced = elastic.simulate_elastic("four-target", output="slice", **SMALL)
-    assert sliced.u.shape == (2, 3, 40, 50) and sliced.spacing.shape == (2,)
-    np.testing.assert_allclose(sliced.u, volume.u[..., 2], rtol=0, atol=1e-5)
-    np.testing.assert_array_equal(sliced.regions, volume.regions[..., 2])
-    np.testing.assert_array_equal(sliced.mu, volume.mu[..., 2])
+    """One noisy ``output="slice"`` call (one FE solve per frequency): the middle z-plane of
+    the volume with ``elastic.shared_noise`` of its seed added; the noise is -20 dB of the
+    field's power at each frequency and the same absolute level on every component."""
     noisy = elastic.simulate_elastic("four-target", output="slice", noise_db=-20, seed=1, **SMALL)
-    noise = noisy.u - sliced.u
-    power = np.mean(np.abs(sliced.u) ** 2, axis=(1, 2, 3))
+    assert noisy.u.shape == (2, 3, 40, 50) and noisy.spacing.shape == (2,)
+    np.testing.assert_array_equal(noisy.regions, volume.regions[..., 2])
+    np.testing.assert_array_equal(noisy.mu, volume.mu[..., 2])
+    middle = elastic.middle_slice(volume)
+    np.testing.assert_array_equal(middle.u, volume.u[..., 2])  # z = 2 of 4
+    again = elastic.shared_noise(middle, -20, seed=1)
+    np.testing.assert_allclose(noisy.u, again.u, rtol=0, atol=1e-5)
+    noise = noisy.u - middle.u
+    power = np.mean(np.abs(middle.u) ** 2, axis=(1, 2, 3))
     ratio = np.mean(np.abs(noise) ** 2, axis=(1, 2, 3)) / power
     np.testing.assert_allclose(ratio, 0.01, rtol=0.1)
     per_component = np.mean(np.abs(noise) ** 2, axis=(2, 3))
