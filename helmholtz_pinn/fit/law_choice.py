@@ -30,10 +30,10 @@ from helmholtz_pinn.report.result import Result
 def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list[Result]:
     """``mu_model="auto"`` on the admitted input ``given``, one fit per plan of ``plans``
     (:func:`helmholtz_pinn.fit.plan.plans`; ``run``: the callback and the progress): one
-    frequency is fitted per-frequency (no law to choose). Otherwise the laws of
-    :data:`laws.ORDER` are fitted one after the other, in the order of
-    :func:`helmholtz_pinn.assess.laws.prior` (the classical per-frequency estimate), until
-    one is kept:
+    frequency is fitted per-frequency (no law to choose). Otherwise the laws are
+    fitted one after the other in the plans' order (for one dataset
+    :func:`helmholtz_pinn.assess.laws.prior`'s: the classical per-frequency estimate's
+    favourite first), until one is kept:
 
     - one fit (not a batch or the slices of a volume): after the first law's fit, every
       law's modulus network is fitted on that fit's wave (:mod:`helmholtz_pinn.pinn.law_judge`);
@@ -57,8 +57,6 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     if len(plans) == 1:
         record = {"mu_model": laws.ONE_FREQUENCY, "chosen_by": "one frequency: no law to choose"}
         return _with_law(results(train(given, plans[0], **run)), record)
-    order = laws.prior(given.datasets[0]) if len(given.datasets) == 1 else laws.ORDER
-    plans = sorted(plans, key=lambda p: order.index(p.mu_model))
     trained, caught = {}, {}
     t0 = time.perf_counter()
     first = plans[0].mu_model
