@@ -49,8 +49,9 @@ class Config:
         data, hetero otherwise).
       mu_model: the viscoelastic law, a module of helmholtz_pinn.laws (each states its
         equation mu(omega); some need two or more frequencies), or auto (chosen by the
-        data: the laws of helmholtz_pinn.laws.auto() are each fitted and the one whose fit
-        satisfies the PDE at every frequency more alike is kept,
+        data: one law of helmholtz_pinn.laws.auto() is fitted and every law's modulus is
+        fitted to its wave; the law that satisfies the PDE at every frequency more alike
+        is kept, and the other law is fitted too where that does not keep the first,
         helmholtz_pinn.assess.laws; one frequency needs no law: an independent modulus per
         frequency).
       aux_network: the network that outputs the navier pressure, u or mu; None: mu for
@@ -68,7 +69,7 @@ class Config:
         number; None: 2048.
       learning_rate: Adam step size at the start.
       lbfgs_steps: L-BFGS iterations after the Adam phase, on one fixed sample of
-        lbfgs_points voxels; 0: none; None: 4000 (mu_model auto judges both laws after
+        lbfgs_points voxels; 0: none; None: 4000 (mu_model auto judges the laws after
         1000 and continues the kept fit to 4000) for one navier fit (one dataset, no
         ensemble) of clean data (the best field has a noise fraction below 0.02) whose
         steps exceed lbfgs_from and whose mask has at most lbfgs_points voxels (the

@@ -69,3 +69,45 @@ def volume():
         spacing=np.full(3, VOXEL),
         mu=np.full(shape, 3000.0 + 0j),
     )
+
+
+# Small networks for fits of the plane waves below (tests/fit/test_joint.py, test_law_choice.py).
+WAVES_FIT = dict(
+    width=48,
+    depth=2,
+    mu_width=8,
+    mu_depth=1,
+    n_features=32,
+    batch_size=512,
+    steps=2000,
+    sync_interval=100,
+    pde_warmup=300,
+    learning_rate=3e-3,
+)
+
+
+def springpot_waves(alpha=0.3, g90=3000.0, n=24, h=1e-3, freqs=(60.0, 90.0)):
+    """Two plane waves per frequency in a homogeneous springpot medium, exact:
+    mu_f = |G*|_90 (f / 90 Hz)^alpha exp(i alpha pi / 2), k_f = omega sqrt(rho / mu_f)."""
+    freqs = np.asarray(freqs, float)
+    mu = g90 * (freqs / freqs.max()) ** alpha * np.exp(1j * alpha * np.pi / 2)
+    return plane_waves(mu, freqs, n, h)
+
+
+def voigt_waves(storage=3000.0, eta=2.0, n=24, h=1e-3, freqs=(60.0, 90.0)):
+    """As :func:`springpot_waves` in a Voigt medium: mu_f = G' + i omega_f eta."""
+    freqs = np.asarray(freqs, float)
+    return plane_waves(storage + 2j * np.pi * freqs * eta, freqs, n, h)
+
+
+def plane_waves(mu, freqs, n, h):
+    """Two plane waves per frequency of modulus mu_f (Pa), k_f = omega sqrt(rho / mu_f)."""
+    x, y = np.arange(n)[:, None] * h, np.arange(n)[None, :] * h
+    u = []
+    for f, m in zip(freqs, mu, strict=True):
+        k = 2 * np.pi * f * np.sqrt(1000 / m)
+        u.append([np.exp(1j * k * (0.8 * x + 0.6 * y)), np.exp(1j * k * (-0.6 * x + 0.8 * y))])
+    grid = np.ones((1, n, n))
+    return Dataset(
+        u=np.array(u), frequency=freqs, spacing=np.array([h, h]), mu=mu[:, None, None] * grid
+    )

@@ -281,7 +281,7 @@ def _law_check(spread: float | None, limit: float, asked: str | None, tried: tup
         f"to {spread:.2%} between frequencies (limit {limit:.2%} at this noise and this "
         "fit's PDE residual)"
     )
-    if asked == "auto" or len(tried) > 1:  # both laws were fitted, this one kept
+    if asked == "auto" or len(tried) > 1:  # the laws were judged, this one kept
         laws = f" ({', '.join(tried)})" if tried else ""
         return (
             spread,

@@ -14,8 +14,10 @@ the fitted modulus that best satisfies the PDE for the fitted wave, and the law'
 modulus the law cannot give. The wrong law leaves the larger spread: 3-7x the right
 law's on every tuning case (docs/defaults.md).
 
-``mu_model="auto"`` fits both laws (:data:`ORDER`) and keeps the one of the lower
-spread (:func:`chosen`; a tie goes to the springpot); where the spreads do not separate
+``mu_model="auto"`` keeps the law of the lower spread (:func:`chosen`; a tie goes to the
+springpot), each law's modulus judged on one fit's wave, or on its own fit where that
+does not keep the law fitted (:mod:`helmholtz_pinn.fit.law_choice`; :func:`prior` says
+which law is fitted first); where the spreads do not separate
 the laws (:data:`SEPARATION`) the choice says so (:func:`choice`, :func:`describe`) and
 the two laws' maps can be compared (:func:`map_difference`). Per-frequency moduli are not
 chosen for several frequencies: on the three-component held-out volume they were 3.6x
@@ -119,22 +121,64 @@ def describe(
     tried: dict[str, float | None],
     seconds: float | None = None,
     difference: float | None = None,
+    *,
+    fits: int | None = None,
+    on: str | None = None,
 ) -> str:
-    """One line for a log: the law kept, the spread of every law tried, whether the data
-    determined it (:func:`choice`; if not, the rule that kept it and, with
-    ``difference``, how far the two laws' G' maps differ, :func:`map_difference`) and,
-    with ``seconds`` (all the fits' wall time), what naming the law would spare."""
+    """One line for a log: the law kept, the spread of every law tried (measured ``on``
+    one fit's wave, :mod:`helmholtz_pinn.pinn.law_judge`, or each law's own fit),
+    whether the data determined it (:func:`choice`; if not, the rule that kept it and,
+    with ``difference``, how far the two laws' G' maps differ, :func:`map_difference`)
+    and, with ``seconds`` (all the fits' wall time), the ``fits`` run (default: one per
+    law tried) and what naming the law would spare."""
     spreads = ", ".join(f"{law} {'-' if s is None else f'{s:.2%}'}" for law, s in tried.items())
+    where = f" on {on}" if on else ""
     decision = choice(tried) if len(tried) > 1 else LawChoice(kept, True, "")
     if decision.determined:
-        line = f"law: {kept}, chosen by the data (the lower spread between frequencies: {spreads})"
+        line = f"law: {kept}, chosen by the data (the lower spread between frequencies{where}: "
+        line += f"{spreads})"
     else:
-        line = f"law: undetermined by the data (spreads {spreads}); {kept} kept by {decision.rule}"
+        line = f"law: undetermined by the data (spreads{where} {spreads}); {kept} kept by "
+        line += decision.rule
         if difference is not None:
             line += f"; the laws' G' maps differ by {difference:.1%} (median)"
+    fits = len(tried) if fits is None else fits
     if seconds is None or len(tried) < 2:
         return line
-    return f"{line}; {len(tried)} fits in {seconds:.0f} s: mu_model={kept} fits this law alone"
+    if fits == 1:
+        return f"{line}; 1 fit in {seconds:.0f} s"
+    return f"{line}; {fits} fits in {seconds:.0f} s: mu_model={kept} fits this law alone"
+
+
+def prior(dataset) -> tuple[str, ...]:
+    """:data:`ORDER` with the law that better describes the classical estimate first: the
+    medians over the mask of smoothed AHI per frequency
+    (:func:`helmholtz_pinn.assess.baselines.ahi`), m_f, fitted by each law (Voigt:
+    G' = mean Re m, eta by least squares on Im m = omega eta; springpot: |m| a power
+    of f, the phase angle the mean), the one of the smaller max_f |law_f / m_f - 1| first.
+    Only an order: which law :mod:`helmholtz_pinn.fit.law_choice` fits first. On the
+    2-D scalar phantoms of the sweep it named the tissue's law every time; on elastic
+    volumes, whose compressional waves bias AHI, it named the springpot for Voigt
+    tissue too (docs/defaults.md, "One fit, the laws judged on its wave")."""
+    from helmholtz_pinn.assess.baselines import ahi
+
+    if dataset.n_freq < 2 or set(ORDER) != {"springpot", "voigt"}:
+        return ORDER
+    with np.errstate(all="ignore"):
+        m = ahi(dataset, smoothing="gaussian", per_frequency=True)
+        m = m.reshape(dataset.n_freq, -1)
+        med = np.nanmedian(m.real, axis=1) + 1j * np.nanmedian(m.imag, axis=1)
+    f = np.asarray(dataset.frequency, float)
+    if not (np.all(np.isfinite(med)) and np.all(med.real > 0)):
+        return ORDER
+    voigt = med.real.mean() + 1j * f * np.sum(med.imag * f) / np.sum(f * f)
+    slope, level = np.polyfit(np.log(f), np.log(np.abs(med)), 1)
+    springpot = np.exp(level + slope * np.log(f) + 1j * np.mean(np.angle(med)))
+    misfit = {
+        "voigt": np.max(np.abs(voigt / med - 1)),
+        "springpot": np.max(np.abs(springpot / med - 1)),
+    }
+    return tuple(sorted(ORDER, key=lambda law: misfit[law]))  # stable: a tie keeps ORDER
 
 
 def map_difference(mu_a: np.ndarray, mu_b: np.ndarray, mask: np.ndarray | None = None) -> float:

@@ -148,7 +148,7 @@ def result_bytes(
     spread mu_std, complex128); slicewise, the members' maps are first stacked on the
     volume as complex128 (E, F, *grid): m = 16 F for E = 1 (the stack is the map) and
     16 E F + 32 F for an ensemble. ``fits``: 2 for ``mu_model="auto"`` at two or more
-    frequencies (both laws' Results are held until one is chosen). Not counted: the
+    frequencies (where both laws are fitted, both are held until one is chosen). Not counted: the
     input itself, the training state and problem
     (:func:`helmholtz_pinn.fit.memory.member_bytes`), and what building one Result needs
     for a moment (:func:`building_bytes`).

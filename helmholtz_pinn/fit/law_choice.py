@@ -1,8 +1,9 @@
 """``mu_model="auto"``: which viscoelastic law a run keeps.
 
-Both laws of :data:`helmholtz_pinn.assess.laws.ORDER` are fitted (one frequency needs no
-law: per-frequency), judged by the spread of their per-frequency factors
-(:func:`helmholtz_pinn.assess.laws.chosen`), and the kept fit's L-BFGS phase goes on to
+One law is fitted and every law is judged on its wave; the second law is fitted only
+where that judgement does not keep the first (one frequency needs no law:
+per-frequency). The laws are judged by the spread of their per-frequency factors
+(:func:`helmholtz_pinn.assess.laws.choice`), and the kept fit's L-BFGS phase goes on to
 its plan's full length; the Result records the choice as its ``law`` fact.
 """
 
@@ -21,21 +22,33 @@ from helmholtz_pinn.fit.plan import Plan
 from helmholtz_pinn.fit.results import results
 from helmholtz_pinn.fit.run_facts import member_law_facts
 from helmholtz_pinn.fit.training import Trained, train
+from helmholtz_pinn.pinn import law_judge
+from helmholtz_pinn.pinn.problem import prepare
 from helmholtz_pinn.report.result import Result
 
 
 def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list[Result]:
     """``mu_model="auto"`` on the admitted input ``given``, one fit per plan of ``plans``
     (:func:`helmholtz_pinn.fit.plan.plans`; ``run``: the callback and the progress): one
-    frequency is fitted per-frequency (no law to choose);
-    otherwise both laws of :data:`laws.ORDER` are fitted, judged by their ``law_spread``
-    (the worst over a batch), and :func:`laws.choice` keeps one and says whether the
-    spreads separated the laws (``determined``; if not, ``map_difference``, how far the
-    two laws' G' maps differ). A checkpoint folder gets
-    one subfolder per law (the plan's); the warnings of the fit not kept are dropped. Every Result's
-    ``law`` fact records the choice and the spread of each law tried.
+    frequency is fitted per-frequency (no law to choose). Otherwise the laws are
+    fitted one after the other in the plans' order (for one dataset
+    :func:`helmholtz_pinn.assess.laws.prior`'s: the classical per-frequency estimate's
+    favourite first), until one is kept:
 
-    The two fits' L-BFGS phases, where the phase applies, have
+    - one fit (not a batch or the slices of a volume): after the first law's fit, every
+      law's modulus network is fitted on that fit's wave (:mod:`helmholtz_pinn.pinn.law_judge`);
+      where their spreads separate the laws (:func:`laws.choice`) and keep the law fitted,
+      its fit is the result (one fit);
+    - otherwise the next law is fitted too and the laws are judged by each fit's own
+      ``law_spread`` (the worst over a batch), as :func:`laws.choice` says (with
+      ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
+
+    The kept law's map is the one that law's fit gives alone (its fit is the one run).
+    A checkpoint folder gets one subfolder per law (the plan's); the warnings of a fit
+    not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
+    was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run.
+
+    The fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
     choice was measured); the kept fit's phase then continues to the plan's
     ``lbfgs_continued_to`` (:data:`helmholtz_pinn.fit.plan.LBFGS_STEPS`,
@@ -44,20 +57,22 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     if len(plans) == 1:
         record = {"mu_model": laws.ONE_FREQUENCY, "chosen_by": "one frequency: no law to choose"}
         return _with_law(results(train(given, plans[0], **run)), record)
-    tried = {}
     trained, caught = {}, {}
     t0 = time.perf_counter()
-    for plan in plans:
-        law = plan.mu_model
-        if tried and run["progress"]:
-            print(f"law: fitting {law} to compare with {', '.join(tried)}", file=sys.stderr)
-        n = len(tried) + 1  # each bar says which of the fits it is
-        label = f"auto: {law}, law {n} of {len(laws.ORDER)}" if run["progress"] else False
-        with warnings.catch_warnings(record=True) as caught[law]:
-            warnings.simplefilter("always")
-            trained[law] = train(given, plan, **dict(run, progress=label))
-        tried[law] = _law_spread(trained[law])
-    decision = laws.choice(tried)
+    first = plans[0].mu_model
+    trained[first] = _fit(given, plans[0], run, caught, len(plans))
+    judged = _judged(trained[first])
+    decision = None if judged is None else laws.choice(judged)
+    one = decision is not None and decision.determined and decision.kept == first
+    if one:
+        tried, on = judged, f"the {first} fit's wave"
+    else:
+        for plan in plans[1:]:
+            if run["progress"]:
+                print(f"law: fitting {plan.mu_model} to compare with {first}", file=sys.stderr)
+            trained[plan.mu_model] = _fit(given, plan, run, caught, len(plans))
+        tried = {law: _law_spread(t) for law, t in trained.items()}
+        decision, on = laws.choice(tried), "each law's own fit"
     law = decision.kept
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -72,12 +87,35 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
         "chosen_by": decision.rule,
         "determined": decision.determined,
         "tried": tried,
+        "judged_on": on,
+        "fits": len(trained),
         "wall_time_s": round(seconds, 2),
-        "line": laws.describe(law, tried, seconds, difference),
+        "line": laws.describe(law, tried, seconds, difference, fits=len(trained), on=on),
     }
     if difference is not None:
         record["map_difference"] = round(difference, 4)
     return _with_law(results(kept), record)
+
+
+def _fit(given: Admitted, plan: Plan, run: dict, caught: dict, n_laws: int) -> Trained:
+    """One law's fit by ``plan``, its warnings held in ``caught[law]`` (given out only
+    if it is kept)."""
+    law = plan.mu_model
+    label = f"auto: {law}, law {len(caught) + 1} of {n_laws}" if run["progress"] else False
+    with warnings.catch_warnings(record=True) as caught[law]:
+        warnings.simplefilter("always")
+        return train(given, plan, **dict(run, progress=label))
+
+
+def _judged(t: Trained) -> dict[str, float] | None:
+    """The spread of every law of :data:`laws.ORDER` with its modulus network fitted on
+    the wave of the one fit ``t`` (:func:`helmholtz_pinn.pinn.law_judge.judge`); None
+    for a batch, an ensemble or the slices of a volume (several waves)."""
+    if t.plan.stacked:
+        return None
+    prep = prepare(t.datasets[0], **t.plan.problem_settings())
+    judged = law_judge.judge(t.fitted.state, prep.spec, prep.problem, laws.ORDER)
+    return {law: round(j.spread, 4) for law, j in judged.items()}
 
 
 def _map_difference(trained: dict[str, Trained]) -> float | None:

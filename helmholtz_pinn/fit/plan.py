@@ -278,11 +278,15 @@ def plans(
     resume: bool | str = False,
     **where,
 ) -> tuple[Plan, ...]:
-    """The plans of a run, one per law it fits (:func:`laws`, in that order), each by
-    :func:`plan` with ``where`` (form, devices, backend, stacked, estimates). Where auto fits
-    several laws, each checkpoints in its own subfolder ``checkpoint_dir/<law>``, and a
-    ``resume="strict"`` holds for the first law only (the run continued began with it)."""
+    """The plans of a run, one per law it may fit (:func:`laws`; for one dataset in the
+    order of :func:`helmholtz_pinn.assess.laws.prior`, the law the classical estimate
+    favours first), each by :func:`plan` with ``where`` (form, devices, backend, stacked,
+    estimates). Where auto fits several laws, each checkpoints in its own subfolder
+    ``checkpoint_dir/<law>``, and a ``resume="strict"`` holds for the first law only (the
+    run continued began with it)."""
     tried = laws(cfg, datasets[0].n_freq)
+    if len(tried) > 1 and len(datasets) == 1:
+        tried = law_choice.prior(datasets[0])
     out = []
     for i, law in enumerate(tried):
         folder = checkpoint_dir
@@ -297,9 +301,10 @@ def plans(
 
 
 def laws(cfg: Config, n_freq: int) -> tuple[str, ...]:
-    """The laws a run fits: ``mu_model`` as asked; "auto" both laws of
-    :data:`helmholtz_pinn.assess.laws.ORDER`, or per-frequency for one frequency (no law
-    to choose)."""
+    """The laws a run may fit: ``mu_model`` as asked; "auto" the laws of
+    :data:`helmholtz_pinn.assess.laws.ORDER` (fitted one after the other until one is
+    kept, :mod:`helmholtz_pinn.fit.law_choice`), or per-frequency for one frequency (no
+    law to choose)."""
     if cfg.mu_model != "auto":
         return (cfg.mu_model,)
     return ("per-frequency",) if n_freq == 1 else tuple(law_choice.ORDER)

@@ -59,15 +59,23 @@ def _sums(spec: train.Spec):
     def fn(params, consts, x, valid, weight, kappa, omega_ratio, scale):
         points = train.patch_points(spec, x, kappa)
         f = train.evaluate_fields(params, consts, spec, points, omega_ratio)._replace(scale=scale)
-        zero = f._replace(mu=jnp.zeros_like(f.mu))
-        if f.grad_mu is not None:
-            zero = zero._replace(grad_mu=jnp.zeros_like(f.grad_mu))
-        b = spec.form.residual(zero, kappa)
-        a = spec.form.residual(f, kappa) - b
-        w = valid[:, None, None] * weight[None]
-        return jnp.sum(w * jnp.conj(a) * b, axis=(0, 2)), jnp.sum(w * jnp.abs(a) ** 2, axis=(0, 2))
+        return scale_sums(spec.form, f, kappa, weight, valid)
 
     return jax.jit(fn, compiler_options=once_options())
+
+
+def scale_sums(form, f, kappa: jax.Array, weight: jax.Array, valid: jax.Array):
+    """(sum_{n, c} w_fc p_n conj(A) B, sum_{n, c} w_fc p_n |A|^2), each (F,): the
+    numerator (without its sign) and the denominator of c_f for the Fields ``f`` of the
+    PDE ``form`` at N points weighted ``valid`` (N,) = p_n, the fields weighted ``weight``
+    (F, C) = w_fc; B = r(mu = 0), A = r - B (the residual is affine in mu)."""
+    zero = f._replace(mu=jnp.zeros_like(f.mu))
+    if f.grad_mu is not None:
+        zero = zero._replace(grad_mu=jnp.zeros_like(f.grad_mu))
+    b = form.residual(zero, kappa)
+    a = form.residual(f, kappa) - b
+    w = valid[:, None, None] * weight[None]
+    return jnp.sum(w * jnp.conj(a) * b, axis=(0, 2)), jnp.sum(w * jnp.abs(a) ** 2, axis=(0, 2))
 
 
 def spread(scale: np.ndarray) -> float:

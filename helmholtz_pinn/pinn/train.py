@@ -235,6 +235,16 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
         return forms.with_patch_axis(flat, *x.shape[:2])
     orders, depths = (spec.u_order, spec.mu_order), (spec.depth, spec.mu_depth)
     su, smu = apply_pair(params, consts, x, spec.activation, orders, depths)
+    return fields_of_jets(su, smu, spec, omega_ratio)
+
+
+def fields_of_jets(su: jax.Array, smu: jax.Array, spec: Spec, omega_ratio: jax.Array):
+    """The :class:`helmholtz_pinn.pinn.forms.Fields` from the jet stacks of the u- and
+    mu-networks at N points (:func:`helmholtz_pinn.pinn.model.apply_jet`, of orders
+    ``spec.u_order`` and ``spec.mu_order``): u' from the first 2 F C channels of the
+    u-network, mu' from the law's channels of the mu-network
+    (:func:`helmholtz_pinn.laws.get`), the form's auxiliary fields from the network that
+    carries them (``spec.aux_network``)."""
     ju = split_jet(su, spec.ndim, spec.u_order)
     jm = split_jet(smu, spec.ndim, spec.mu_order)
     n_mu = laws.get(spec.mu_model).channels(spec.n_freq)

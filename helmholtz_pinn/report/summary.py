@@ -174,7 +174,8 @@ def _run(facts: dict, config: Any, wall_time_s: float | None) -> str:
         seconds = law.get("wall_time_s") or facts.get("wall_time_s")
         time = f"{seconds:.1f} s" if isinstance(seconds, float | int) else ""
         if law.get("tried") and time:
-            time += f" for the {len(law['tried'])} fits"
+            fits = law.get("fits", len(law["tried"]))
+            time += f" for the {fits} fit{'s' if fits != 1 else ''}"
     if facts.get("resumed_from_step"):
         time += f" (this process; resumed from step {facts['resumed_from_step']})"
     if time:

@@ -20,6 +20,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from settings import WAVES_FIT, springpot_waves, voigt_waves
 
 from helmholtz_pinn.assess.fit_checks import FitQualityWarning
 from helmholtz_pinn.errors import ConfigError
@@ -36,18 +37,7 @@ FREQS = (60.0, 90.0)
 GRID = (40, 40)
 # Small networks and the fewest steps that pass with margin (1000 steps: 3.5 % median
 # error). CPU, 2 busy cores: 22-28 s per fit.
-FIT = dict(
-    width=48,
-    depth=2,
-    mu_width=8,
-    mu_depth=1,
-    n_features=32,
-    batch_size=512,
-    steps=2000,
-    sync_interval=100,
-    pde_warmup=300,
-    learning_rate=3e-3,
-)
+FIT = dict(WAVES_FIT)
 
 
 @pytest.fixture(scope="module")
@@ -175,35 +165,6 @@ def test_baseline_cli_writes_modulus_and_metrics(simulated, tmp_path, smoothing)
     facts = json.loads((out / "metrics.json").read_text())
     err = facts["median_rel_error_storage"]
     assert isinstance(err, float) and math.isfinite(err) and 0 <= err < 0.05
-
-
-def springpot_waves(alpha=0.3, g90=3000.0, n=24, h=1e-3, freqs=FREQS):
-    """Two plane waves per frequency in a homogeneous springpot medium, exact:
-    mu_f = |G*|_90 (f / 90 Hz)^alpha exp(i alpha pi / 2), k_f = omega sqrt(rho / mu_f)."""
-    freqs = np.asarray(freqs, float)
-    mu = g90 * (freqs / freqs.max()) ** alpha * np.exp(1j * alpha * np.pi / 2)
-    return plane_waves(mu, freqs, n, h)
-
-
-def voigt_waves(storage=3000.0, eta=2.0, n=24, h=1e-3, freqs=FREQS):
-    """As :func:`springpot_waves` in a Voigt medium: mu_f = G' + i omega_f eta."""
-    freqs = np.asarray(freqs, float)
-    return plane_waves(storage + 2j * np.pi * freqs * eta, freqs, n, h)
-
-
-def plane_waves(mu, freqs, n, h):
-    """Two plane waves per frequency of modulus mu_f (Pa), k_f = omega sqrt(rho / mu_f)."""
-    x, y = np.arange(n)[:, None] * h, np.arange(n)[None, :] * h
-    u = []
-    for f, m in zip(freqs, mu, strict=True):
-        k = 2 * np.pi * f * np.sqrt(1000 / m)
-        u.append([np.exp(1j * k * (0.8 * x + 0.6 * y)), np.exp(1j * k * (-0.6 * x + 0.8 * y))])
-    from helmholtz_pinn.io.dataset import Dataset
-
-    grid = np.ones((1, n, n))
-    return Dataset(
-        u=np.array(u), frequency=freqs, spacing=np.array([h, h]), mu=mu[:, None, None] * grid
-    )
 
 
 def test_springpot_model_is_a_power_law_and_its_gradient_is_exact(rng):
