@@ -24,14 +24,31 @@ def _three_components():
     )
 
 
+def _three_component_slice():
+    """The middle slice of :func:`_three_components`: 2-D, three components."""
+    volume = _three_components()
+    return Dataset(
+        u=volume.u[..., 2],
+        frequency=volume.frequency,
+        spacing=volume.spacing[:2],
+        mu=volume.mu[..., 2],
+    )
+
+
 @pytest.mark.parametrize(
     "pde, data",
-    [("hetero", plane_wave_dataset), ("weak", plane_wave_dataset), ("navier", _three_components)],
+    [
+        ("hetero", plane_wave_dataset),
+        ("weak", plane_wave_dataset),
+        ("navier", _three_components),
+        ("navier", _three_component_slice),
+    ],
 )
 def test_the_fits_own_modulus_on_its_wave_gives_its_dispersion_factors(pde, data):
     """The judge's wave (the u-network's jet, held fixed) and the fit's own mu-network give
     the c_f of :func:`dispersion.frequency_scale` on every PDE row: the same Fields (a
-    pointwise form, one with patches, one whose mu-network carries the pressure)."""
+    pointwise form, one with patches, and the pressure of the navier form on the
+    u-network (3-D) or on the mu-network (2-D))."""
     cfg = Config(**{**SMALL, "pde": pde, "pde_margin": 0})
     prep = prepare_one(data(), cfg)
     spec, problem = prep.spec, prep.problem
