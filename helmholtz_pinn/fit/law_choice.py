@@ -15,6 +15,8 @@ import time
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
+
 from helmholtz_pinn.assess import laws
 from helmholtz_pinn.fit import chunks
 from helmholtz_pinn.fit.admission import Admitted
@@ -24,6 +26,7 @@ from helmholtz_pinn.fit.run_facts import member_law_facts
 from helmholtz_pinn.fit.training import Trained, train
 from helmholtz_pinn.pinn import law_judge
 from helmholtz_pinn.pinn.problem import prepare
+from helmholtz_pinn.pinn.train import unstack_tree
 from helmholtz_pinn.report.result import Result
 
 
@@ -35,8 +38,9 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     :func:`helmholtz_pinn.assess.laws.prior`'s: the classical per-frequency estimate's
     favourite first), until one is kept:
 
-    - one fit (not a batch or the slices of a volume): after the first law's fit, every
-      law's modulus network is fitted on that fit's wave (:mod:`helmholtz_pinn.pinn.law_judge`);
+    - one dataset (not a batch or the slices of a volume): after the first law's fit,
+      every law's modulus network is fitted on that fit's wave (an ensemble: on each
+      seed's, the worst spread) (:mod:`helmholtz_pinn.pinn.law_judge`);
       where their spreads separate the laws (:func:`laws.choice`) and keep the law fitted,
       its fit is the result (one fit);
     - otherwise the next law is fitted too and the laws are judged by each fit's own
@@ -109,13 +113,17 @@ def _fit(given: Admitted, plan: Plan, run: dict, caught: dict, n_laws: int) -> T
 
 def _judged(t: Trained) -> dict[str, float] | None:
     """The spread of every law of :data:`laws.ORDER` with its modulus network fitted on
-    the wave of the one fit ``t`` (:func:`helmholtz_pinn.pinn.law_judge.judge`); None
-    for a batch, an ensemble or the slices of a volume (several waves)."""
+    the wave of the fit ``t`` of one dataset (:func:`helmholtz_pinn.pinn.law_judge.judge`;
+    an ensemble: on each seed's wave, the worst); None for a batch or the slices of a
+    volume (several datasets)."""
     if t.plan.stacked:
         return None
+    state = t.fitted.state
+    seeds = unstack_tree(state, len(state.step)) if np.ndim(state.step) else [state]
     prep = prepare(t.datasets[0], **t.plan.problem_settings())
-    judged = law_judge.judge(t.fitted.state, prep.spec, prep.problem, laws.ORDER)
-    return {law: round(j.spread, 4) for law, j in judged.items()}
+    judged = [law_judge.judge(s, prep.spec, prep.problem, laws.ORDER) for s in seeds]
+    worst = {law: laws.worst([j[law].spread for j in judged]) for law in laws.ORDER}
+    return {law: None if s is None else round(s, 4) for law, s in worst.items()}
 
 
 def _map_difference(trained: dict[str, Trained]) -> float | None:
