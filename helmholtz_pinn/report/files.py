@@ -124,9 +124,7 @@ def staged(out: Path):
     are atomic against a killed process, not against a power cut (nothing is fsynced)."""
     import shutil
 
-    stage = out / STAGE
-    finish_swap(out)
-    check_folders(out)
+    stage = _stage(out)
     try:
         stage.mkdir()
         yield stage
@@ -149,9 +147,7 @@ def added(out: Path):
     next command into ``out`` removes (:func:`finish_swap`)."""
     import shutil
 
-    stage = out / STAGE
-    finish_swap(out)
-    check_folders(out)
+    stage = _stage(out)
     try:
         stage.mkdir()
         yield stage
@@ -167,6 +163,14 @@ def added(out: Path):
         ) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _stage(out: Path) -> Path:
+    """``OUT/.writing``, not yet made, once a stage a killed run left in ``out`` is
+    finished (:func:`finish_swap`) and its folders are checked (:func:`check_folders`)."""
+    finish_swap(out)
+    check_folders(out)
+    return out / STAGE
 
 
 def _check_room(out: Path, names: list[str]) -> None:
