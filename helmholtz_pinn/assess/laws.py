@@ -152,25 +152,21 @@ def describe(
 
 def prior(dataset) -> tuple[str, ...]:
     """:data:`ORDER` with the law that better describes the classical estimate first: the
-    medians over the mask of smoothed AHI per frequency
-    (:func:`helmholtz_pinn.assess.baselines.ahi`), m_f, fitted by each law (Voigt:
-    G' = mean Re m, eta by least squares on Im m = omega eta; springpot: |m| a power
-    of f, the phase angle the mean), the one of the smaller max_f |law_f / m_f - 1| first.
-    Only an order: which law :mod:`helmholtz_pinn.fit.law_choice` fits first. On the
-    2-D scalar phantoms of the sweep it named the tissue's law every time; on elastic
-    volumes, whose compressional waves bias AHI, it named the springpot for Voigt
-    tissue too (docs/defaults.md, "One fit, the laws judged on its wave")."""
-    from helmholtz_pinn.assess.baselines import ahi
-
+    medians over the mask of a classical map per frequency, m_f, fitted by each law (Voigt:
+    G' = mean Re m, eta by least squares on Im m = omega eta; springpot: |m| a power of
+    f, the phase angle the mean), the one of the smaller max_f |law_f / m_f - 1| first.
+    The map is curl-MDEV (:func:`helmholtz_pinn.assess.baselines.curl_mdev`) for three
+    components, where it gives one: compressional waves bias AHI on elastic data towards
+    |mu| ~ f, which named the springpot for Voigt tissue too; else Gaussian-smoothed AHI
+    (:func:`helmholtz_pinn.assess.baselines.ahi`). Only an order: which law
+    :mod:`helmholtz_pinn.fit.law_choice` fits first (docs/defaults.md, "One fit, the laws
+    judged on its wave")."""
     if dataset.n_freq < 2 or set(ORDER) != {"springpot", "voigt"}:
         return ORDER
-    with np.errstate(all="ignore"):
-        m = ahi(dataset, smoothing="gaussian", per_frequency=True)
-        m = m.reshape(dataset.n_freq, -1)
-        med = np.nanmedian(m.real, axis=1) + 1j * np.nanmedian(m.imag, axis=1)
-    f = np.asarray(dataset.frequency, float)
-    if not (np.all(np.isfinite(med)) and np.all(med.real > 0)):
+    med = _classical_medians(dataset)
+    if med is None:
         return ORDER
+    f = np.asarray(dataset.frequency, float)
     voigt = med.real.mean() + 1j * f * np.sum(med.imag * f) / np.sum(f * f)
     slope, level = np.polyfit(np.log(f), np.log(np.abs(med)), 1)
     springpot = np.exp(level + slope * np.log(f) + 1j * np.mean(np.angle(med)))
@@ -179,6 +175,28 @@ def prior(dataset) -> tuple[str, ...]:
         "springpot": np.max(np.abs(springpot / med - 1)),
     }
     return tuple(sorted(ORDER, key=lambda law: misfit[law]))  # stable: a tie keeps ORDER
+
+
+def _classical_medians(dataset) -> np.ndarray | None:
+    """The medians over the mask (G' and G'' apart) of curl-MDEV per frequency for three
+    components, else (or where curl-MDEV gives no usable map) of Gaussian-smoothed AHI,
+    complex Pa ``(F,)``; None where neither gives a finite, positive G' at every
+    frequency."""
+    from helmholtz_pinn.assess.baselines import ahi, curl_mdev
+
+    maps = [lambda: ahi(dataset, smoothing="gaussian", per_frequency=True)]
+    if dataset.n_comp == 3:
+        maps.insert(0, lambda: curl_mdev(dataset, per_frequency=True))
+    for classical in maps:
+        with np.errstate(all="ignore"):
+            try:
+                m = classical().reshape(dataset.n_freq, -1)
+            except InputError:  # a mask too thin for the curl's stencils
+                continue
+            med = np.nanmedian(m.real, axis=1) + 1j * np.nanmedian(m.imag, axis=1)
+        if np.all(np.isfinite(med)) and np.all(med.real > 0):
+            return med
+    return None
 
 
 def map_difference(mu_a: np.ndarray, mu_b: np.ndarray, mask: np.ndarray | None = None) -> float:

@@ -50,7 +50,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     The kept law's map is the one that law's fit gives alone (its fit is the one run).
     A checkpoint folder gets one subfolder per law (the plan's); the warnings of a fit
     not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
-    was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run.
+    was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run; where the
+    first fit's wave did not decide, its spreads as ``first_wave`` ({"law", "tried"}).
 
     The fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
@@ -98,6 +99,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     }
     if difference is not None:
         record["map_difference"] = round(difference, 4)
+    if judged is not None and not one:  # what the first fit's wave said, for the record
+        record["first_wave"] = {"law": first, "tried": judged}
     return _with_law(results(kept), record)
 
 

@@ -106,3 +106,22 @@ def test_the_consistency_limit_grows_with_the_fits_own_residual_beyond_a_converg
     assert laws.consistency_limit(navier, None, math.nan) == navier
     short = laws.consistency_limit(navier, 0.0, 0.022)
     assert short == pytest.approx(navier + 0.05 * math.sqrt(0.019))
+
+
+def test_the_prior_reads_curl_mdev_on_three_components(monkeypatch):
+    """The bundled FEM example (Voigt tissue, 2 mm, 80/100 Hz, three components): the
+    medians of curl-MDEV per frequency follow Voigt (G' flat, G'' ~ f), so Voigt is fitted
+    first; AHI's, biased by the compressional waves (|mu| up 19 % between the two
+    frequencies), named the springpot, which is what the prior falls back to where
+    curl-MDEV gives no map."""
+    from helmholtz_pinn.assess import baselines
+    from helmholtz_pinn.io.dataset import example
+
+    data = example("elastic-two-ellipse-slice")
+    assert laws.prior(data) == ("voigt", "springpot")
+
+    def no_curl(*args, **kwargs):
+        raise InputError("the mask is too thin")
+
+    monkeypatch.setattr(baselines, "curl_mdev", no_curl)
+    assert laws.prior(data) == ("springpot", "voigt")

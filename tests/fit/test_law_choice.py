@@ -38,6 +38,7 @@ def test_one_fit_keeps_the_law_and_the_map_of_two_fits(waves, law, other, ensemb
     assert (a["fits"], a["mu_model"], a["determined"]) == (1, law, True)
     assert a["judged_on"] == f"the {law} fit's wave" and list(a["tried"]) == list(laws.ORDER)
     assert (b["fits"], b["mu_model"], b["judged_on"]) == (2, law, "each law's own fit")
+    assert b["first_wave"]["law"] == other and "first_wave" not in a
     assert b["determined"] and a["tried"][law] * laws.SEPARATION <= a["tried"][other]
     np.testing.assert_array_equal(one.mu, two.mu)
     assert "1 fit in" in a["line"] and "fits this law alone" in b["line"]
