@@ -118,8 +118,12 @@ def _judged(t: Trained) -> dict[str, float] | None:
     """The spread of every law of :data:`laws.ORDER` with its modulus network fitted on
     the wave of the fit ``t`` of one dataset (:func:`helmholtz_pinn.pinn.law_judge.judge`;
     an ensemble: on each seed's wave, the worst); None for a batch or the slices of a
-    volume (several datasets)."""
-    if t.plan.stacked:
+    volume (several datasets), and where the form's auxiliary field (the pressure of a
+    2-D elastic slice) is an output of the mu-network: each law's modulus fit on the wave
+    must fit that field too, and it has never separated the laws there (docs/defaults.md,
+    "One fit, the laws judged on its wave")."""
+    spec = t.plan.spec
+    if t.plan.stacked or (spec.aux_channels and spec.aux_network == "mu"):
         return None
     state = t.fitted.state
     seeds = unstack_tree(state, len(state.step)) if np.ndim(state.step) else [state]

@@ -42,3 +42,22 @@ def test_one_fit_keeps_the_law_and_the_map_of_two_fits(waves, law, other, ensemb
     assert b["determined"] and a["tried"][law] * laws.SEPARATION <= a["tried"][other]
     np.testing.assert_array_equal(one.mu, two.mu)
     assert "1 fit in" in a["line"] and "fits this law alone" in b["line"]
+
+
+def test_a_slice_of_three_components_fits_both_laws_without_the_judge(monkeypatch):
+    """On a 2-D elastic slice the pressure is an output of the mu-network, so a law's
+    modulus fitted on a fixed wave must fit it too; that judgement never separated the laws
+    there, so it is not run: both laws are fitted and judged on their own fits."""
+    from helmholtz_pinn.io.dataset import example
+    from helmholtz_pinn.pinn import law_judge
+
+    def never(*args, **kwargs):
+        raise AssertionError("the judge ran on a 2-D elastic slice")
+
+    monkeypatch.setattr(law_judge, "judge", never)
+    tiny = dict(steps=40, sync_interval=20, pde_warmup=20, width=16, n_features=8, mu_width=8,
+                mu_depth=1, batch_size=64, lbfgs_steps=0)  # fmt: skip
+    result = inversion.invert(example("elastic-two-ellipse-slice"), progress=False, **tiny)
+    law = result.metrics["law"]
+    assert (law["fits"], law["judged_on"]) == (2, "each law's own fit")
+    assert "first_wave" not in law
