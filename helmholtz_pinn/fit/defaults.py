@@ -35,6 +35,7 @@ __all__ = [
     "fourier_scales",
     "learning_rate",
     "lbfgs_runs",
+    "noisy_below_tuned",
     "network_size",
     "overrides",
     "pde_margin",
@@ -53,10 +54,17 @@ COARSE = 10.0
 # at the CPU-sized ones.
 SMALL_2D = 2000
 SMALL_NETWORKS = dict(width=64, mu_width=32, n_features=64)  # those of config.cpu_settings
-# Proposed: the Fourier factor of the u-network shrinks as COARSE_CAP * voxels per
-# wavelength / COARSE where coarse sampling meets noise; the PDE weight rises to
-# NOISY_COARSE_PDE_WEIGHT there.
+# Proposed: the PDE weight rises to NOISY_COARSE_PDE_WEIGHT where coarse sampling meets
+# noise.
 NOISY_COARSE_PDE_WEIGHT = 0.3
+# Noisy data (the best field's noise fraction at least run_plan.CLEAN_NOISE) sampled with
+# fewer than TUNED_VOXELS voxels per shortest wavelength (below the tuned region) get the
+# u-network's Fourier factor NOISY_FACTOR_U, NOISIER_FACTOR_U from a noise fraction of
+# run_plan.NOISY_2D: at today's factors the u-network reproduced the noise and the map
+# came out 2-7x low (docs/defaults.md, "Noisy data below the tuned sampling").
+TUNED_VOXELS = 14.0
+NOISY_FACTOR_U = 0.1
+NOISIER_FACTOR_U = 0.05
 
 
 class DataFacts(NamedTuple):
@@ -114,26 +122,33 @@ def _noisy_coarse(facts: DataFacts) -> bool:
     return facts.voxels_per_wavelength < COARSE and facts.noise >= run_plan.CLEAN_NOISE
 
 
+def noisy_below_tuned(facts: DataFacts) -> bool:
+    """Noisy data (best noise fraction at least ``run_plan.CLEAN_NOISE``) sampled with
+    fewer than :data:`TUNED_VOXELS` voxels per shortest wavelength."""
+    return facts.voxels_per_wavelength < TUNED_VOXELS and facts.noise >= run_plan.CLEAN_NOISE
+
+
 def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
-    Backed: 0.5 for 3-D data and for 2-D data of noise fraction at least
-    ``run_plan.NOISY_2D``, else 1.0 (today's rule). Proposal: where coarse sampling
-    meets noise (:data:`COARSE`), times voxels per wavelength / COARSE, so that the
-    highest Fourier frequency per voxel stays at most that of a tuned fit."""
+    0.5 for 3-D data and for 2-D data of noise fraction at least ``run_plan.NOISY_2D``,
+    else 1.0 (the tuned region). Noisy data below the tuned sampling
+    (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
+    noise fraction of ``run_plan.NOISY_2D``: a u-network that cannot follow voxel-scale
+    noise, whose Laplacian would otherwise pull the modulus low."""
     noisy_2d = facts.ndim == 2 and facts.noise >= run_plan.NOISY_2D
     base = run_plan.SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else run_plan.SIGMA_FACTOR_U_2D
     rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
     if facts.ndim == 2:
         rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {run_plan.NOISY_2D:g}"
-    if not _noisy_coarse(facts):
+    if not noisy_below_tuned(facts):
         return Default(base, rule, True)
-    value = round(base * facts.voxels_per_wavelength / COARSE, 3)
-    rule += (
-        f"; times {facts.voxels_per_wavelength:.3g} / {COARSE:g} voxels per wavelength "
-        f"(coarse sampling meeting noise {facts.noise:.3g})"
+    value = NOISIER_FACTOR_U if facts.noise >= run_plan.NOISY_2D else NOISY_FACTOR_U
+    rule = (
+        f"{value:g}: noise fraction {facts.noise:.3g} (>= {run_plan.CLEAN_NOISE:g}) at "
+        f"{facts.voxels_per_wavelength:.3g} voxels per wavelength (< {TUNED_VOXELS:g})"
     )
-    return Default(value, rule, False)
+    return Default(value, rule, True)
 
 
 def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) -> Default:
