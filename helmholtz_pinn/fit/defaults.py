@@ -57,11 +57,12 @@ SMALL_NETWORKS = dict(width=64, mu_width=32, n_features=64)  # those of config.c
 # Proposed: the PDE weight rises to NOISY_COARSE_PDE_WEIGHT where coarse sampling meets
 # noise.
 NOISY_COARSE_PDE_WEIGHT = 0.3
-# Noisy data (the best field's noise fraction at least run_plan.CLEAN_NOISE) sampled with
-# fewer than TUNED_VOXELS voxels per shortest wavelength (below the tuned region) get the
-# u-network's Fourier factor NOISY_FACTOR_U, NOISIER_FACTOR_U from a noise fraction of
-# run_plan.NOISY_2D: at today's factors the u-network reproduced the noise and the map
-# came out 2-7x low (docs/defaults.md, "Noisy data below the tuned sampling").
+# Noisy data of one or two components (the best field's noise fraction at least
+# run_plan.CLEAN_NOISE) sampled with fewer than TUNED_VOXELS voxels per shortest
+# wavelength (below the tuned region) get the u-network's Fourier factor NOISY_FACTOR_U,
+# NOISIER_FACTOR_U from a noise fraction of run_plan.NOISY_2D: at today's factors the
+# u-network reproduced the noise and the map came out 1.3-7x low. Three components: not
+# measured to help (docs/defaults.md, "Noisy data below the tuned sampling").
 TUNED_VOXELS = 14.0
 NOISY_FACTOR_U = 0.1
 NOISIER_FACTOR_U = 0.05
@@ -123,17 +124,19 @@ def _noisy_coarse(facts: DataFacts) -> bool:
 
 
 def noisy_below_tuned(facts: DataFacts) -> bool:
-    """Noisy data (best noise fraction at least ``run_plan.CLEAN_NOISE``) sampled with
-    fewer than :data:`TUNED_VOXELS` voxels per shortest wavelength."""
-    return facts.voxels_per_wavelength < TUNED_VOXELS and facts.noise >= run_plan.CLEAN_NOISE
+    """Noisy data of one or two components (best noise fraction at least
+    ``run_plan.CLEAN_NOISE``) sampled with fewer than :data:`TUNED_VOXELS` voxels per
+    shortest wavelength."""
+    noisy = facts.noise >= run_plan.CLEAN_NOISE
+    return noisy and facts.n_comp < 3 and facts.voxels_per_wavelength < TUNED_VOXELS
 
 
 def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
     0.5 for 3-D data and for 2-D data of noise fraction at least ``run_plan.NOISY_2D``,
-    else 1.0 (the tuned region). Noisy data below the tuned sampling
-    (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
+    else 1.0 (the tuned region). Noisy data of one or two components below the tuned
+    sampling (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
     noise fraction of ``run_plan.NOISY_2D``: a u-network that cannot follow voxel-scale
     noise, whose Laplacian would otherwise pull the modulus low."""
     noisy_2d = facts.ndim == 2 and facts.noise >= run_plan.NOISY_2D
@@ -145,8 +148,9 @@ def sigma_factor_u(facts: DataFacts) -> Default:
         return Default(base, rule, True)
     value = NOISIER_FACTOR_U if facts.noise >= run_plan.NOISY_2D else NOISY_FACTOR_U
     rule = (
-        f"{value:g}: noise fraction {facts.noise:.3g} (>= {run_plan.CLEAN_NOISE:g}) at "
-        f"{facts.voxels_per_wavelength:.3g} voxels per wavelength (< {TUNED_VOXELS:g})"
+        f"{value:g}: {facts.n_comp} component(s), noise fraction {facts.noise:.3g} (>= "
+        f"{run_plan.CLEAN_NOISE:g}) at {facts.voxels_per_wavelength:.3g} voxels per "
+        f"wavelength (< {TUNED_VOXELS:g})"
     )
     return Default(value, rule, True)
 
