@@ -25,27 +25,28 @@ import numpy as np
 from helmholtz_pinn.assess import laws as law_choice
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
-from helmholtz_pinn.fit import memory, placement
+from helmholtz_pinn.fit import defaults, memory, placement
+from helmholtz_pinn.fit.defaults import (
+    BATCH_SIZE,
+    CLEAN_NOISE,
+    MU_DEPTH,
+    MU_WIDTH,
+    N_FEATURES,
+    NOISY_2D,
+    SIGMA_FACTOR_U_2D,
+    SIGMA_FACTOR_U_3D,
+    WIDTH,
+)
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import forms, problem, train
 from helmholtz_pinn.pinn.problem import Prepared
 
 # The network sizes and the voxels per step when the Config leaves them None, by the
-# data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
-# u-network and frequencies, a 128 x 3 mu-network, and the navier form's pressure on the
-# u-network. Why: docs/defaults.md.
-WIDTH = {2: 256, 3: 512}
-N_FEATURES = {2: 128, 3: 256}
-MU_WIDTH = {2: 64, 3: 128}
-MU_DEPTH = {2: 2, 3: 3}
-BATCH_SIZE = {2: 2048, 3: 2048}
+# data's dimension (WIDTH, N_FEATURES, MU_WIDTH, MU_DEPTH, BATCH_SIZE), the u-network's
+# Fourier factors (SIGMA_FACTOR_U_3D, SIGMA_FACTOR_U_2D, NOISY_2D) and the noise of clean
+# data (CLEAN_NOISE) are the tables of helmholtz_pinn.fit.defaults, applied here. The
+# navier form's pressure sits on the u-network in 3-D. Why: docs/defaults.md.
 AUX_NETWORK = {2: "mu", 3: "u"}
-# The u-network's Fourier factor (Config.sigma_factor_u None): 0.5 for one 3-D fit and for
-# 2-D data whose best field's noise fraction is at least NOISY_2D, else 1.0. Why:
-# docs/defaults.md.
-SIGMA_FACTOR_U_3D = 0.5
-SIGMA_FACTOR_U_2D = 1.0
-NOISY_2D = 0.15
 # The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
 # fit of a form whose Form.lbfgs_default is set (navier: the form and the kind of run it
 # was measured on: one dataset, no ensemble)
@@ -58,7 +59,6 @@ NOISY_2D = 0.15
 # the kept fit's phase then goes on to LBFGS_STEPS. Why: docs/defaults.md.
 LBFGS_STEPS = 4000
 AUTO_LBFGS_STEPS = 1000
-CLEAN_NOISE = 0.02
 # TF32 steps: the precision schedule is decided with the placement
 # (:func:`helmholtz_pinn.fit.placement.tf32_steps`).
 
@@ -412,8 +412,6 @@ def u_factor(datasets: Sequence[Dataset], cfg: Config) -> tuple[float, str]:
     :func:`helmholtz_pinn.fit.defaults.sigma_factor_u` on the dataset's facts where its
     best field is noisy (noise fraction at least :data:`CLEAN_NOISE`) and u shows a
     wavelength, else :func:`sigma_factor_u` by the dimension and the noise."""
-    from helmholtz_pinn.fit import defaults  # it reads this module's tables
-
     ndim = datasets[0].ndim
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u, "configured"
