@@ -21,13 +21,24 @@ import numpy as np
 from helmholtz_pinn.assess import wavelength
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
-from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.pinn import forms, problem
 from helmholtz_pinn.pinn.forms import weak
 
 __all__ = [
+    "BATCH_SIZE",
+    "CLEAN_NOISE",
     "COARSE",
+    "MU_DEPTH",
+    "MU_WIDTH",
+    "NOISIER_FACTOR_U",
+    "NOISY_2D",
+    "NOISY_FACTOR_U",
+    "N_FEATURES",
+    "SIGMA_FACTOR_U_2D",
+    "SIGMA_FACTOR_U_3D",
     "SMALL_2D",
+    "TUNED_VOXELS",
+    "WIDTH",
     "DataFacts",
     "Default",
     "batch_size",
@@ -35,6 +46,7 @@ __all__ = [
     "fourier_scales",
     "learning_rate",
     "lbfgs_runs",
+    "noisy_below_tuned",
     "network_size",
     "overrides",
     "pde_margin",
@@ -44,8 +56,26 @@ __all__ = [
     "steps",
 ]
 
+# The tables the run plan (helmholtz_pinn.fit.plan) applies to settings left None. The
+# network sizes and the voxels per step by the data's dimension: one 3-D fit holds the
+# whole volume in one network: twice the 2-D u-network and frequencies, a 128 x 3
+# mu-network.
+WIDTH = {2: 256, 3: 512}
+N_FEATURES = {2: 128, 3: 256}
+MU_WIDTH = {2: 64, 3: 128}
+MU_DEPTH = {2: 2, 3: 3}
+BATCH_SIZE = {2: 2048, 3: 2048}
+# The u-network's Fourier factor: 0.5 for one 3-D fit and for 2-D data whose best field's
+# noise fraction is at least NOISY_2D, else 1.0 (and the noisy rule below).
+SIGMA_FACTOR_U_3D = 0.5
+SIGMA_FACTOR_U_2D = 1.0
+NOISY_2D = 0.15
+# Data whose best field's noise fraction is below CLEAN_NOISE count as clean (the L-BFGS
+# phase runs on them; the noisy rules start here): clean members 0.0003-0.0044, -20 dB
+# 0.063-0.079.
+CLEAN_NOISE = 0.02
 # Below COARSE voxels per shortest wavelength, with noise (the best field's noise fraction
-# at least run_plan.CLEAN_NOISE), is where the maps failed silently (a liver-like volume at
+# at least CLEAN_NOISE), is where the maps failed silently (a liver-like volume at
 # -20 dB, 8 voxels: 26 % G'; clean it was 3.6 %).
 COARSE = 10.0
 # 2-D data with fewer mask voxels than this are small against the tuned 80 x 100 grids
@@ -53,10 +83,18 @@ COARSE = 10.0
 # at the CPU-sized ones.
 SMALL_2D = 2000
 SMALL_NETWORKS = dict(width=64, mu_width=32, n_features=64)  # those of config.cpu_settings
-# Proposed: the Fourier factor of the u-network shrinks as COARSE_CAP * voxels per
-# wavelength / COARSE where coarse sampling meets noise; the PDE weight rises to
-# NOISY_COARSE_PDE_WEIGHT there.
+# Proposed: the PDE weight rises to NOISY_COARSE_PDE_WEIGHT where coarse sampling meets
+# noise.
 NOISY_COARSE_PDE_WEIGHT = 0.3
+# Noisy data of one or two components (the best field's noise fraction at least
+# CLEAN_NOISE) sampled with fewer than TUNED_VOXELS voxels per shortest
+# wavelength (below the tuned region) get the u-network's Fourier factor NOISY_FACTOR_U,
+# NOISIER_FACTOR_U from a noise fraction of NOISY_2D: at today's factors the
+# u-network reproduced the noise and the map came out 1.3-7x low. Three components: not
+# measured to help (docs/defaults.md, "Noisy data below the tuned sampling").
+TUNED_VOXELS = 14.0
+NOISY_FACTOR_U = 0.1
+NOISIER_FACTOR_U = 0.05
 
 
 class DataFacts(NamedTuple):
@@ -111,29 +149,39 @@ def facts_of(dataset) -> DataFacts:
 
 
 def _noisy_coarse(facts: DataFacts) -> bool:
-    return facts.voxels_per_wavelength < COARSE and facts.noise >= run_plan.CLEAN_NOISE
+    return facts.voxels_per_wavelength < COARSE and facts.noise >= CLEAN_NOISE
+
+
+def noisy_below_tuned(facts: DataFacts) -> bool:
+    """Noisy data of one or two components (best noise fraction at least
+    ``CLEAN_NOISE``) sampled with fewer than :data:`TUNED_VOXELS` voxels per
+    shortest wavelength."""
+    noisy = facts.noise >= CLEAN_NOISE
+    return noisy and facts.n_comp < 3 and facts.voxels_per_wavelength < TUNED_VOXELS
 
 
 def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
-    Backed: 0.5 for 3-D data and for 2-D data of noise fraction at least
-    ``run_plan.NOISY_2D``, else 1.0 (today's rule). Proposal: where coarse sampling
-    meets noise (:data:`COARSE`), times voxels per wavelength / COARSE, so that the
-    highest Fourier frequency per voxel stays at most that of a tuned fit."""
-    noisy_2d = facts.ndim == 2 and facts.noise >= run_plan.NOISY_2D
-    base = run_plan.SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else run_plan.SIGMA_FACTOR_U_2D
+    0.5 for 3-D data and for 2-D data of noise fraction at least ``NOISY_2D``,
+    else 1.0 (the tuned region). Noisy data of one or two components below the tuned
+    sampling (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
+    noise fraction of ``NOISY_2D``: a u-network that cannot follow voxel-scale
+    noise, whose Laplacian would otherwise pull the modulus low."""
+    noisy_2d = facts.ndim == 2 and facts.noise >= NOISY_2D
+    base = SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else SIGMA_FACTOR_U_2D
     rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
     if facts.ndim == 2:
-        rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {run_plan.NOISY_2D:g}"
-    if not _noisy_coarse(facts):
+        rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {NOISY_2D:g}"
+    if not noisy_below_tuned(facts):
         return Default(base, rule, True)
-    value = round(base * facts.voxels_per_wavelength / COARSE, 3)
-    rule += (
-        f"; times {facts.voxels_per_wavelength:.3g} / {COARSE:g} voxels per wavelength "
-        f"(coarse sampling meeting noise {facts.noise:.3g})"
+    value = NOISIER_FACTOR_U if facts.noise >= NOISY_2D else NOISY_FACTOR_U
+    rule = (
+        f"{value:g}: {facts.n_comp} component(s), noise fraction {facts.noise:.3g} (>= "
+        f"{CLEAN_NOISE:g}) at {facts.voxels_per_wavelength:.3g} voxels per "
+        f"wavelength (< {TUNED_VOXELS:g})"
     )
-    return Default(value, rule, False)
+    return Default(value, rule, True)
 
 
 def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) -> Default:
@@ -157,10 +205,10 @@ def network_size(facts: DataFacts) -> Default:
     batch and steps too)."""
     d = facts.ndim
     sizes = dict(
-        width=run_plan.WIDTH[d],
-        n_features=run_plan.N_FEATURES[d],
-        mu_width=run_plan.MU_WIDTH[d],
-        mu_depth=run_plan.MU_DEPTH[d],
+        width=WIDTH[d],
+        n_features=N_FEATURES[d],
+        mu_width=MU_WIDTH[d],
+        mu_depth=MU_DEPTH[d],
     )
     if d == 2 and facts.mask_voxels < SMALL_2D:
         rule = f"a small 2-D field ({facts.mask_voxels} < {SMALL_2D} voxels): CPU-sized networks"
@@ -171,7 +219,7 @@ def network_size(facts: DataFacts) -> Default:
 def batch_size(facts: DataFacts) -> Default:
     """Voxels per step: today's 2048 (a 3-D fit at 4096 was as accurate at twice the
     time); a mask with fewer voxels is taken whole by the step (``train.Spec``)."""
-    value = run_plan.BATCH_SIZE[facts.ndim]
+    value = BATCH_SIZE[facts.ndim]
     if facts.mask_voxels <= value:
         return Default(value, f"{value}: the whole mask ({facts.mask_voxels} voxels)", True)
     return Default(value, f"{value} voxels per step", True)
@@ -224,13 +272,13 @@ def pde_weight(facts: DataFacts) -> Default:
 def lbfgs_runs(facts: DataFacts, pde: str, members: int = 1) -> Default:
     """Whether the L-BFGS phase runs: today's rule (``fit.plan.lbfgs_steps``): one navier
     fit (``members`` 1: one dataset, no ensemble) of clean data (best noise fraction
-    below ``run_plan.CLEAN_NOISE``) whose mask has at most ``Config.lbfgs_points``
+    below ``CLEAN_NOISE``) whose mask has at most ``Config.lbfgs_points``
     voxels. Steps are :func:`steps`' (above ``Config.lbfgs_from``)."""
     reasons = []
     if pde != "navier" or members != 1:
         reasons.append("not one navier fit")
-    if facts.noise >= run_plan.CLEAN_NOISE:
-        reasons.append(f"noise {facts.noise:.3g} >= {run_plan.CLEAN_NOISE:g}")
+    if facts.noise >= CLEAN_NOISE:
+        reasons.append(f"noise {facts.noise:.3g} >= {CLEAN_NOISE:g}")
     if facts.mask_voxels > Config.lbfgs_points:
         reasons.append(f"{facts.mask_voxels} voxels > {Config.lbfgs_points}")
     if reasons:

@@ -24,27 +24,29 @@ import numpy as np
 
 from helmholtz_pinn.assess import laws as law_choice
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import memory, placement
+from helmholtz_pinn.errors import InputError
+from helmholtz_pinn.fit import defaults, memory, placement
+from helmholtz_pinn.fit.defaults import (
+    BATCH_SIZE,
+    CLEAN_NOISE,
+    MU_DEPTH,
+    MU_WIDTH,
+    N_FEATURES,
+    NOISY_2D,
+    SIGMA_FACTOR_U_2D,
+    SIGMA_FACTOR_U_3D,
+    WIDTH,
+)
 from helmholtz_pinn.io.dataset import Dataset
 from helmholtz_pinn.pinn import forms, problem, train
 from helmholtz_pinn.pinn.problem import Prepared
 
 # The network sizes and the voxels per step when the Config leaves them None, by the
-# data's dimension. One 3-D fit holds the whole volume in one network: twice the 2-D
-# u-network and frequencies, a 128 x 3 mu-network, and the navier form's pressure on the
-# u-network. Why: docs/defaults.md.
-WIDTH = {2: 256, 3: 512}
-N_FEATURES = {2: 128, 3: 256}
-MU_WIDTH = {2: 64, 3: 128}
-MU_DEPTH = {2: 2, 3: 3}
-BATCH_SIZE = {2: 2048, 3: 2048}
+# data's dimension (WIDTH, N_FEATURES, MU_WIDTH, MU_DEPTH, BATCH_SIZE), the u-network's
+# Fourier factors (SIGMA_FACTOR_U_3D, SIGMA_FACTOR_U_2D, NOISY_2D) and the noise of clean
+# data (CLEAN_NOISE) are the tables of helmholtz_pinn.fit.defaults, applied here. The
+# navier form's pressure sits on the u-network in 3-D. Why: docs/defaults.md.
 AUX_NETWORK = {2: "mu", 3: "u"}
-# The u-network's Fourier factor (Config.sigma_factor_u None): 0.5 for one 3-D fit and for
-# 2-D data whose best field's noise fraction is at least NOISY_2D, else 1.0. Why:
-# docs/defaults.md.
-SIGMA_FACTOR_U_3D = 0.5
-SIGMA_FACTOR_U_2D = 1.0
-NOISY_2D = 0.15
 # The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
 # fit of a form whose Form.lbfgs_default is set (navier: the form and the kind of run it
 # was measured on: one dataset, no ensemble)
@@ -57,7 +59,6 @@ NOISY_2D = 0.15
 # the kept fit's phase then goes on to LBFGS_STEPS. Why: docs/defaults.md.
 LBFGS_STEPS = 4000
 AUTO_LBFGS_STEPS = 1000
-CLEAN_NOISE = 0.02
 # TF32 steps: the precision schedule is decided with the placement
 # (:func:`helmholtz_pinn.fit.placement.tf32_steps`).
 
@@ -84,6 +85,7 @@ class Plan:
       mu_ref: the reference modulus, Pa, shared by every member.
       sigma_u, sigma_mu: the networks' Fourier scales, cycles per field of view.
       sigma_factor_u: the u-network's factor of the automatic Fourier scale.
+      sigma_factor_u_rule: the rule that set it, in words (:func:`u_factor`).
       pde_margin: per dataset (member), voxels along the field of view's in-plane
         edges without a PDE residual.
       stacked: the members have a leading axis (a batch, a slicewise fit).
@@ -115,6 +117,7 @@ class Plan:
     placement: placement.Placement
     checkpoint_dir: Path | None = None
     resume: bool | str = False
+    sigma_factor_u_rule: str = ""
 
     @property
     def mu_model(self) -> str:
@@ -190,6 +193,7 @@ class Plan:
             "sigma_u": self.sigma_u,
             "sigma_mu": self.sigma_mu,
             "sigma_factor_u": self.sigma_factor_u,
+            "sigma_factor_u_rule": self.sigma_factor_u_rule,
             "pde_margin": sorted(set(self.pde_margin)),
             "ensemble": self.ensemble,
             "datasets_per_chunk": self.datasets_per_chunk,
@@ -253,7 +257,8 @@ def plan(
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
     mu_ref = reference_modulus(datasets, cfg, estimates)
-    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
+    factor, rule = u_factor(datasets, cfg)
+    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref, factor)
     margins = tuple(pde_margin(d, cfg, form, mu_ref) for d in datasets)
     saved = saved_chunk_size(checkpoint_dir) if resume and stacked else None
     size, rows, where = layout(datasets, cfg, spec, form, stacked, devices, saved)
@@ -266,7 +271,7 @@ def plan(
     folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
-        factor, margins, stacked, size, rows, where, folder, resume,
+        factor, margins, stacked, size, rows, where, folder, resume, rule,
     )  # fmt: skip
 
 
@@ -400,17 +405,41 @@ def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
     return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
 
 
+def u_factor(datasets: Sequence[Dataset], cfg: Config) -> tuple[float, str]:
+    """(sigma_factor_u, the rule that set it, in words): the configured factor; else
+    (``sigma_u`` configured) :func:`sigma_factor_u`'s, which then scales nothing; else the
+    smallest over ``datasets`` (they share one program) of
+    :func:`helmholtz_pinn.fit.defaults.sigma_factor_u` on the dataset's facts where its
+    best field is noisy (noise fraction at least :data:`CLEAN_NOISE`) and u shows a
+    wavelength, else :func:`sigma_factor_u` by the dimension and the noise."""
+    ndim = datasets[0].ndim
+    if cfg.sigma_factor_u is not None:
+        return cfg.sigma_factor_u, "configured"
+    if cfg.sigma_u is not None:
+        return sigma_factor_u(cfg, ndim), "unused: sigma_u configured"
+    chosen: list[tuple[float, str]] = []
+    for d in datasets:
+        noise = problem.best_noise(d)
+        if noise >= CLEAN_NOISE:
+            try:
+                chosen.append(defaults.sigma_factor_u(defaults.facts_of(d))[:2])
+                continue
+            except InputError:  # u shows no wavelength: the rule by dimension and noise
+                pass
+        value = sigma_factor_u(cfg, ndim, noise if ndim == 2 else 0.0)
+        chosen.append((value, f"{value:g}: {ndim}-D data, noise fraction {noise:.3g}"))
+    return min(chosen, key=lambda c: c[0])
+
+
 def fourier_scales(
-    datasets: Sequence[Dataset], cfg: Config, mu_ref: float
+    datasets: Sequence[Dataset], cfg: Config, mu_ref: float, factor: float | None = None
 ) -> tuple[float, float, float]:
     """(sigma_factor_u, sigma_u, sigma_mu): the scales (cycles per field of view) as
     configured, else the factor times the largest L / lambda_min over ``datasets`` (so
-    every dataset's shortest wave is representable); the u factor from
-    :func:`sigma_factor_u` with the noisiest dataset's best field."""
+    every dataset's shortest wave is representable); the u factor ``factor``, else
+    :func:`u_factor`'s."""
     cycles = max(problem.wave_cycles(d, mu_ref) for d in datasets)
-    ndim, auto = datasets[0].ndim, cfg.sigma_factor_u is None and cfg.sigma_u is None
-    noise = max(problem.best_noise(d) for d in datasets) if auto and ndim == 2 else 0.0
-    factor = sigma_factor_u(cfg, ndim, noise)
+    factor = u_factor(datasets, cfg)[0] if factor is None else factor
     return factor, cfg.sigma_u or factor * cycles, cfg.sigma_mu or cfg.sigma_factor_mu * cycles
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import jax
 import numpy as np
 
-from helmholtz_pinn.fit.plan import NOISY_2D, SIGMA_FACTOR_U_2D, Plan
+from helmholtz_pinn.fit.plan import SIGMA_FACTOR_U_2D, SIGMA_FACTOR_U_3D, Plan
 from helmholtz_pinn.pinn import dispersion, train
 from helmholtz_pinn.pinn.problem import Prepared
 from helmholtz_pinn.report.records import RunFacts
@@ -56,13 +56,15 @@ def run_facts(
     }
     facts["notes"] = run_notes(plan, facts)
     auto = cfg.sigma_factor_u is None and cfg.sigma_u is None
-    if auto and prep.spec.ndim == 2 and prep.sigma_factor_u != SIGMA_FACTOR_U_2D:
+    d = prep.spec.ndim
+    base = SIGMA_FACTOR_U_2D if d == 2 else SIGMA_FACTOR_U_3D
+    if auto and prep.sigma_factor_u != base:
         facts["notes"].append(
-            f"noisy 2-D data (the best field's noise fraction is at least {NOISY_2D}): "
-            f"the u-network's Fourier scale uses sigma_factor_u={prep.sigma_factor_u:g}, not "
-            f"{SIGMA_FACTOR_U_2D:g}, against a collapse of the modulus; a volume, where "
-            "there is one, is the better input"
-        )
+            f"noisy {d}-D data: the u-network's Fourier scale uses sigma_factor_u="
+            f"{prep.sigma_factor_u:g}, not {base:g} ({plan.sigma_factor_u_rule}), against a "
+            "collapse of the modulus" + ("; a volume, where there is one, is the better "
+            "input" if d == 2 else "")
+        )  # fmt: skip
     return facts
 
 

@@ -146,11 +146,12 @@ def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
 
 
 def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(slices):
-    """2-D data whose best field's noise fraction reaches NOISY_2D get SIGMA_FACTOR_U_3D
-    (a factor of 1 collapsed on elastic slices at -10 dB); clean slices, or noisy ones
-    below the threshold, keep 1; a configured factor or sigma_u wins; one noisy slice of a
-    batch decides for all (they share one program); a fit's metrics record the factor and
-    a note saying that noise chose it."""
+    """These slices sample the wavelength with about 13 voxels, below the tuned region:
+    noisy, they get the factor of fit.defaults.sigma_factor_u (0.1 at -20 dB, 0.05 at
+    -10 dB, where a factor of 0.5-1 collapsed the map); clean slices keep 1; a configured
+    factor or sigma_u wins; one noisy slice of a batch decides for all (they share one
+    program); a fit's metrics record the factor, the rule that set it and a note."""
+    from helmholtz_pinn.fit import defaults
     from helmholtz_pinn.forward import phantoms
     from helmholtz_pinn.pinn import problem
 
@@ -163,9 +164,9 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     assert 0.25 < problem.best_noise(noisy(slices[0], -10.0)) < 0.35  # 10^(-10/20) = 0.32
     for data, factor in [
         ([slices[0]], 1.0),
-        ([noisy(slices[0], -20.0)], 1.0),
-        ([noisy(slices[0], -10.0)], run_plan.SIGMA_FACTOR_U_3D),
-        ([slices[0], noisy(slices[1], -10.0)], run_plan.SIGMA_FACTOR_U_3D),
+        ([noisy(slices[0], -20.0)], defaults.NOISY_FACTOR_U),
+        ([noisy(slices[0], -10.0)], defaults.NOISIER_FACTOR_U),
+        ([slices[0], noisy(slices[1], -10.0)], defaults.NOISIER_FACTOR_U),
     ]:
         cfg = shared_settings(data, base)
         assert cfg.sigma_factor_u == factor
@@ -176,7 +177,8 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     )
     assert shared_settings(loud, base.replace(sigma_u=7.0)).sigma_u == 7.0
     res = inversion.invert(loud[0], base, progress=False)  # what metrics.json says
-    assert res.metrics["sigma_factor_u"] == run_plan.SIGMA_FACTOR_U_3D
+    assert res.metrics["sigma_factor_u"] == defaults.NOISIER_FACTOR_U
+    assert "voxels per wavelength (< 14)" in res.metrics["plan"]["sigma_factor_u_rule"]
     assert any(n.startswith("noisy 2-D data") for n in res.metrics["notes"])
 
 

@@ -63,16 +63,30 @@ def test_noisy_2d_data_get_the_smaller_factor_as_today():
     assert "0.2 >= 0.15" in noisy.rule
 
 
-def test_coarse_sampling_meeting_noise_is_a_proposal():
-    """The liver-like volume at -20 dB (8 voxels per wavelength, noise 0.07): the
-    proposals lower the u-network's scale and raise the PDE weight; clean, nothing moves."""
-    liver = facts(voxels_per_wavelength=8.0, grid=(32, 32, 12), mask_voxels=7000, noise=0.07)
-    factor, weight = defaults.sigma_factor_u(liver), defaults.pde_weight(liver)
-    assert factor.value == pytest.approx(0.4) and not factor.backed
-    assert weight.value == defaults.NOISY_COARSE_PDE_WEIGHT and not weight.backed
-    assert "coarse sampling" in factor.rule and "coarse sampling" in weight.rule
+def test_noisy_data_below_the_tuned_sampling_get_a_smooth_u_network():
+    """One component of a liver-like volume at -20 dB (8 voxels per wavelength, noise
+    0.07): factor 0.1, 0.05 at -10 dB (noise 0.3), backed; clean, three components, or
+    noisy at 14 voxels (the tuned region's lowest sampling): today's factors; the PDE
+    weight stays a proposal."""
+    liver = facts(
+        voxels_per_wavelength=8.0, grid=(32, 32, 12), mask_voxels=7000, noise=0.07, n_comp=1
+    )
+    factor = defaults.sigma_factor_u(liver)
+    assert factor.value == defaults.NOISY_FACTOR_U == 0.1 and factor.backed
+    assert "noise fraction 0.07" in factor.rule and "8 voxels per wavelength" in factor.rule
+    louder = defaults.sigma_factor_u(liver._replace(noise=0.3))
+    assert louder.value == defaults.NOISIER_FACTOR_U == 0.05
+    plane = facts(
+        voxels_per_wavelength=6.0, grid=(24, 24), ndim=2, mask_voxels=576, noise=0.1, n_comp=1
+    )
+    assert defaults.sigma_factor_u(plane).value == 0.1
     clean = liver._replace(noise=0.004)
     assert defaults.sigma_factor_u(clean) == (0.5, "0.5: 3-D data", True)
+    assert defaults.sigma_factor_u(liver._replace(voxels_per_wavelength=14.0)).value == 0.5
+    assert defaults.sigma_factor_u(liver._replace(n_comp=3)).value == 0.5
+    assert defaults.sigma_factor_u(plane._replace(voxels_per_wavelength=14.0)).value == 1.0
+    weight = defaults.pde_weight(liver)
+    assert weight.value == defaults.NOISY_COARSE_PDE_WEIGHT and not weight.backed
     assert defaults.pde_weight(clean).value == 0.1
 
 
@@ -119,3 +133,21 @@ def test_facts_of_a_dataset():
         defaults.facts_of(
             Dataset(u=np.zeros((1, 1, 8, 8), np.complex64), frequency=[60.0], spacing=[1e-3] * 2)
         )
+
+
+def test_the_plan_applies_the_noisy_rule_only_to_an_unset_factor():
+    """A 24 x 24 plane wave at 6 voxels per wavelength: at -20 dB the plan takes the
+    rule's factor and says so; clean it keeps today's; a configured factor or sigma_u
+    is kept."""
+    from helmholtz_pinn.forward.phantoms import add_noise
+
+    x, _ = np.meshgrid(np.arange(24) * 3e-3, np.arange(24) * 3e-3, indexing="ij")
+    u = np.exp(1j * 2 * np.pi * x / 18e-3)[None, None].astype(np.complex64)
+    clean = Dataset(u=u, frequency=[60.0], spacing=[3e-3] * 2)
+    noisy = Dataset(u=add_noise(u, -20.0, 0), frequency=[60.0], spacing=[3e-3] * 2)
+    factor, rule = run_plan.u_factor([noisy], Config())
+    assert factor == defaults.NOISY_FACTOR_U and "(< 14)" in rule
+    assert run_plan.u_factor([clean], Config())[0] == run_plan.SIGMA_FACTOR_U_2D
+    assert run_plan.u_factor([noisy], Config(sigma_factor_u=0.7)) == (0.7, "configured")
+    kept = run_plan.fourier_scales([noisy], Config(sigma_u=3.0), mu_ref=3000.0)
+    assert kept[1] == 3.0
