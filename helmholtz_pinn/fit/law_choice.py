@@ -122,8 +122,10 @@ def _judged(t: Trained) -> dict[str, float] | None:
     2-D elastic slice) is an output of the mu-network: each law's modulus fit on the wave
     must fit that field too, and it has never separated the laws there (docs/defaults.md,
     "One fit, the laws judged on its wave")."""
+    if t.plan.stacked:
+        return None
     spec = t.plan.spec
-    if t.plan.stacked or (spec.aux_channels and spec.aux_network == "mu"):
+    if spec.aux_channels and spec.aux_network == "mu":
         return None
     state = t.fitted.state
     seeds = unstack_tree(state, len(state.step)) if np.ndim(state.step) else [state]
