@@ -41,6 +41,7 @@ __all__ = [
     "WIDTH",
     "DataFacts",
     "Default",
+    "base_factor_u",
     "batch_size",
     "facts_of",
     "fourier_scales",
@@ -160,6 +161,14 @@ def noisy_below_tuned(facts: DataFacts) -> bool:
     return noisy and facts.n_comp < 3 and facts.voxels_per_wavelength < TUNED_VOXELS
 
 
+def base_factor_u(ndim: int, noise: float) -> float:
+    """The u-network's factor in the tuned region: :data:`SIGMA_FACTOR_U_3D` for 3-D data
+    and for 2-D data whose best field's noise fraction ``noise`` is at least
+    :data:`NOISY_2D` (a smoother u-network that does not fit the noise), else
+    :data:`SIGMA_FACTOR_U_2D`."""
+    return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
+
+
 def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
@@ -169,7 +178,7 @@ def sigma_factor_u(facts: DataFacts) -> Default:
     noise fraction of ``NOISY_2D``: a u-network that cannot follow voxel-scale
     noise, whose Laplacian would otherwise pull the modulus low."""
     noisy_2d = facts.ndim == 2 and facts.noise >= NOISY_2D
-    base = SIGMA_FACTOR_U_3D if facts.ndim == 3 or noisy_2d else SIGMA_FACTOR_U_2D
+    base = base_factor_u(facts.ndim, facts.noise)
     rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
     if facts.ndim == 2:
         rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {NOISY_2D:g}"

@@ -32,9 +32,6 @@ from helmholtz_pinn.fit.defaults import (
     MU_DEPTH,
     MU_WIDTH,
     N_FEATURES,
-    NOISY_2D,
-    SIGMA_FACTOR_U_2D,
-    SIGMA_FACTOR_U_3D,
     WIDTH,
 )
 from helmholtz_pinn.io.dataset import Dataset
@@ -43,8 +40,8 @@ from helmholtz_pinn.pinn.problem import Prepared
 
 # The network sizes and the voxels per step when the Config leaves them None, by the
 # data's dimension (WIDTH, N_FEATURES, MU_WIDTH, MU_DEPTH, BATCH_SIZE), the u-network's
-# Fourier factors (SIGMA_FACTOR_U_3D, SIGMA_FACTOR_U_2D, NOISY_2D) and the noise of clean
-# data (CLEAN_NOISE) are the tables of helmholtz_pinn.fit.defaults, applied here. The
+# Fourier factors (defaults.base_factor_u and the noisy rule) and the noise of clean data
+# (CLEAN_NOISE) are the tables of helmholtz_pinn.fit.defaults, applied here. The
 # navier form's pressure sits on the u-network in 3-D. Why: docs/defaults.md.
 AUX_NETWORK = {2: "mu", 3: "u"}
 # The L-BFGS phase (Config.lbfgs_steps None): LBFGS_STEPS iterations after Adam for one
@@ -397,12 +394,12 @@ def reference_modulus(
 
 
 def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
-    """The configured ``sigma_factor_u``, else :data:`SIGMA_FACTOR_U_3D` for 3-D data and
-    for 2-D data whose best field's noise fraction ``noise`` is at least :data:`NOISY_2D`
-    (a smoother u-network that does not fit the noise), else :data:`SIGMA_FACTOR_U_2D`."""
+    """The configured ``sigma_factor_u``, else the tuned region's factor by the dimension
+    and the best field's noise fraction ``noise``
+    (:func:`helmholtz_pinn.fit.defaults.base_factor_u`)."""
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u
-    return SIGMA_FACTOR_U_3D if ndim == 3 or noise >= NOISY_2D else SIGMA_FACTOR_U_2D
+    return defaults.base_factor_u(ndim, noise)
 
 
 def u_factor(datasets: Sequence[Dataset], cfg: Config) -> tuple[float, str]:

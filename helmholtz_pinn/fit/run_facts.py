@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import jax
 import numpy as np
 
-from helmholtz_pinn.fit.plan import SIGMA_FACTOR_U_2D, SIGMA_FACTOR_U_3D, Plan
+from helmholtz_pinn.fit.defaults import SIGMA_FACTOR_U_2D, SIGMA_FACTOR_U_3D
+from helmholtz_pinn.fit.plan import Plan
 from helmholtz_pinn.pinn import dispersion, train
 from helmholtz_pinn.pinn.problem import Prepared
 from helmholtz_pinn.report.records import RunFacts

@@ -16,7 +16,7 @@ from settings import SMALL
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import DatasetError, InputError
-from helmholtz_pinn.fit import inversion
+from helmholtz_pinn.fit import defaults, inversion
 from helmholtz_pinn.fit import plan as run_plan
 from helmholtz_pinn.fit.plan import program
 from helmholtz_pinn.io.dataset import Dataset, z_slices
@@ -140,7 +140,7 @@ def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
     base = Config(**{**SMALL, "mu_ref": 3000.0})
     cycles = wave_cycles(volume, 3000.0)
     auto = shared_settings([volume], base)
-    assert auto.sigma_u == pytest.approx(run_plan.SIGMA_FACTOR_U_3D * cycles)
+    assert auto.sigma_u == pytest.approx(defaults.SIGMA_FACTOR_U_3D * cycles)
     given = shared_settings([volume], base.replace(sigma_factor_u=0.6))
     assert given.sigma_u == pytest.approx(0.6 * cycles)
 

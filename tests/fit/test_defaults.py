@@ -35,7 +35,7 @@ TUNED = [
 def test_the_tuned_region_gets_todays_values(f):
     rules = defaults.settings(f, "navier")
     assert all(r.backed for r in rules.values()), {k: r.rule for k, r in rules.items()}
-    today = run_plan.SIGMA_FACTOR_U_3D if f.ndim == 3 else run_plan.SIGMA_FACTOR_U_2D
+    today = defaults.SIGMA_FACTOR_U_3D if f.ndim == 3 else defaults.SIGMA_FACTOR_U_2D
     assert rules["sigma_factor_u"].value == today
     sizes = rules["network"].value
     assert sizes == dict(
@@ -147,7 +147,7 @@ def test_the_plan_applies_the_noisy_rule_only_to_an_unset_factor():
     noisy = Dataset(u=add_noise(u, -20.0, 0), frequency=[60.0], spacing=[3e-3] * 2)
     factor, rule = run_plan.u_factor([noisy], Config())
     assert factor == defaults.NOISY_FACTOR_U and "(< 14)" in rule
-    assert run_plan.u_factor([clean], Config())[0] == run_plan.SIGMA_FACTOR_U_2D
+    assert run_plan.u_factor([clean], Config())[0] == defaults.SIGMA_FACTOR_U_2D
     assert run_plan.u_factor([noisy], Config(sigma_factor_u=0.7)) == (0.7, "configured")
     kept = run_plan.fourier_scales([noisy], Config(sigma_u=3.0), mu_ref=3000.0)
     assert kept[1] == 3.0

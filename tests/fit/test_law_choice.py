@@ -4,7 +4,7 @@ homogeneous Voigt or springpot medium (tests/settings.py), 24 x 24 voxels, 60 an
 
 import numpy as np
 import pytest
-from settings import WAVES_FIT, springpot_waves, voigt_waves
+from settings import SMALL, WAVES_FIT, springpot_waves, voigt_waves
 
 from helmholtz_pinn.assess import laws
 from helmholtz_pinn.fit import inversion
@@ -55,8 +55,7 @@ def test_a_slice_of_three_components_fits_both_laws_without_the_judge(monkeypatc
         raise AssertionError("the judge ran on a 2-D elastic slice")
 
     monkeypatch.setattr(law_judge, "judge", never)
-    tiny = dict(steps=40, sync_interval=20, pde_warmup=20, width=16, n_features=8, mu_width=8,
-                mu_depth=1, batch_size=64, lbfgs_steps=0)  # fmt: skip
+    tiny = dict(SMALL, mu_model="auto", mu_ref=None, lbfgs_steps=0)
     result = inversion.invert(example("elastic-two-ellipse-slice"), progress=False, **tiny)
     law = result.metrics["law"]
     assert (law["fits"], law["judged_on"]) == (2, "each law's own fit")
