@@ -25,7 +25,8 @@ class Config:
 
     Attributes:
       width: hidden width of the u-network; None: 256 for 2-D data (slicewise fits
-        too), 512 for one 3-D fit.
+        too), 512 for one 3-D fit; 64 in the small fit (see steps), as are mu_width 32,
+        n_features 64 and batch_size 512 (1024 for three components).
       depth: hidden layers of the u-network.
       mu_width: hidden width of the mu-network (which also carries the navier pressure in
         2-D); None: 64 for 2-D data, 128 for one 3-D fit.
@@ -39,7 +40,7 @@ class Config:
         one 3-D fit and for 2-D data whose best field's noise fraction is at least 0.15;
         0.1 for noisy data (noise fraction at least 0.02) of one or two components
         sampled with fewer than 14 voxels per shortest wavelength (0.05 from a noise
-        fraction of 0.15).
+        fraction of 0.15), and of three components below 9 voxels.
       sigma_factor_mu: factor of the automatic sigma_mu.
       sigma_ratio_z: 3-D fits: the Fourier scale along the slice axis over the in-plane
         scale, both networks (1 is isotropic).
@@ -66,11 +67,15 @@ class Config:
       mu_ref: reference modulus, Pa, used to nondimensionalise; None: estimated from the
         data by smoothed algebraic inversion.
       steps: Adam training steps (rounded up to a multiple of sync_interval); with an
-        L-BFGS phase the Adam phase ends at lbfgs_from.
+        L-BFGS phase the Adam phase ends at lbfgs_from; None: 10000, and for noisy data
+        (noise fraction at least 0.02) sampled with fewer than 14 voxels per shortest
+        wavelength the small fit of cpu_settings (3000 steps, 5000 for three components;
+        its networks, batch and rate too, where not set).
       sync_interval: steps per compiled block; the loss is read once a block.
       batch_size: voxels drawn per step; every voxel of the mask when at least their
-        number; None: 2048.
-      learning_rate: Adam step size at the start.
+        number; None: 2048, or the small fit's (see steps).
+      learning_rate: Adam step size at the start; None: 1e-3, or the small fit's (see
+        steps).
       lbfgs_steps: L-BFGS iterations after the Adam phase, on one fixed sample of
         lbfgs_points voxels; 0: none; None: 4000 (mu_model auto judges the laws after
         1000 and continues the kept fit to 4000) for one navier fit (one dataset, no
@@ -125,10 +130,10 @@ class Config:
     weighting: Literal["noise", "uniform"] = "noise"
     noise_floor: float = 0.03
     mu_ref: float | None = None
-    steps: int = 10000
+    steps: int | None = None
     sync_interval: int = 100
     batch_size: int | None = None
-    learning_rate: float = 1e-3
+    learning_rate: float | None = None
     lbfgs_steps: int | None = None
     lbfgs_from: int = 5000
     lbfgs_points: int = 16384
@@ -200,9 +205,9 @@ class Config:
 
     def ran(self, *, mu_model: str, steps: int, lbfgs_steps: int, tf32_steps: int) -> Config:
         """The settings that ran, as a Config (``Result.config``, ``config.json``, the
-        checkpoints' settings): this request with the law fitted, the Adam steps, the
-        L-BFGS iterations and the TF32 steps that the plan decided
-        (:meth:`helmholtz_pinn.fit.plan.Plan.settings`) filled in."""
+        checkpoints' settings): this request (its data-decided fields filled by the plan)
+        with the law fitted, the Adam steps, the L-BFGS iterations and the TF32 steps
+        that the plan decided (:meth:`helmholtz_pinn.fit.plan.Plan.settings`) filled in."""
         return self.replace(
             mu_model=mu_model, steps=steps, lbfgs_steps=lbfgs_steps, tf32_steps=tf32_steps
         )
@@ -236,7 +241,6 @@ def cpu_settings(n_comp: int) -> dict:
 
 POSITIVE_INTS = (
     "depth",
-    "steps",
     "sync_interval",
     "plateau_patience",
     "checkpoint_every",
@@ -245,12 +249,13 @@ POSITIVE_INTS = (
     "lbfgs_points",
 )
 OPTIONAL_POSITIVE_INTS = (
-    "width", "mu_width", "mu_depth", "n_features", "max_members_per_chunk", "batch_size"
+    "width", "mu_width", "mu_depth", "n_features", "max_members_per_chunk", "batch_size",
+    "steps",
 )  # fmt: skip
 POSITIVE_FLOATS = (
-    "learning_rate", "plateau_factor", "min_lr", "sigma_factor_mu", "sigma_ratio_z", "noise_floor"
+    "plateau_factor", "min_lr", "sigma_factor_mu", "sigma_ratio_z", "noise_floor"
 )  # fmt: skip
-OPTIONAL_POSITIVE_FLOATS = ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u")
+OPTIONAL_POSITIVE_FLOATS = ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u", "learning_rate")
 
 
 def _int_at_least(value, low: int) -> bool:

@@ -142,6 +142,7 @@ def base_config(args):
         batch_size=args.batch_size,
         sync_interval=args.sync_interval,
         steps=args.agreement_steps,
+        learning_rate=1e-3,
         seed=0,
         mu_ref=3000.0,
         pde="hetero",

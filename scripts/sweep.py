@@ -57,6 +57,13 @@ TINY_FIT = dict(
 )  # fmt: skip
 
 
+# what a record keeps of the fit's plan: the settings the data decided and their rules
+PLAN_KEYS = (
+    "steps", "networks", "batch_size", "learning_rate", "sigma_factor_u",
+    "sigma_factor_u_rule", "decided", "fit_size_rule",
+)  # fmt: skip
+
+
 class Member(NamedTuple):
     """One dataset of the sweep. ``kind``: "organ" (elastic FEM, three components;
     ``components`` "xyz", "xy" or "z" keep those of them; ``slice`` its middle z-slice) or
@@ -329,6 +336,7 @@ def record(m: Member, data, method: str, facts: dict, failed: list[str], seconds
         "law_spread": facts.get("law_spread"), "checks_failed": failed,
         "steps": facts.get("steps"), "seconds": round(seconds, 1), "error": facts.get("error"),
         "proposals_applied": facts.get("proposals_applied"),
+        "plan": {k: (facts.get("plan") or {}).get(k) for k in PLAN_KEYS},
     }  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from helmholtz_pinn.assess import wavelength
-from helmholtz_pinn.config import Config
+from helmholtz_pinn.config import Config, cpu_settings
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.pinn import forms, problem
 from helmholtz_pinn.pinn.forms import weak
@@ -28,6 +28,8 @@ __all__ = [
     "BATCH_SIZE",
     "CLEAN_NOISE",
     "COARSE",
+    "COARSE_3C",
+    "LEARNING_RATE",
     "MU_DEPTH",
     "MU_WIDTH",
     "NOISIER_FACTOR_U",
@@ -37,6 +39,7 @@ __all__ = [
     "SIGMA_FACTOR_U_2D",
     "SIGMA_FACTOR_U_3D",
     "SMALL_2D",
+    "STEPS",
     "TUNED_VOXELS",
     "WIDTH",
     "DataFacts",
@@ -44,10 +47,12 @@ __all__ = [
     "base_factor_u",
     "batch_size",
     "facts_of",
+    "fit_size",
     "fourier_scales",
     "learning_rate",
     "lbfgs_runs",
     "noisy_below_tuned",
+    "noisy_coarse_fit",
     "network_size",
     "overrides",
     "pde_margin",
@@ -66,6 +71,10 @@ N_FEATURES = {2: 128, 3: 256}
 MU_WIDTH = {2: 64, 3: 128}
 MU_DEPTH = {2: 2, 3: 3}
 BATCH_SIZE = {2: 2048, 3: 2048}
+# Adam's steps and starting rate where the Config leaves them None (and the data are not
+# in the small fit's region, :func:`fit_size`).
+STEPS = 10_000
+LEARNING_RATE = 1e-3
 # The u-network's Fourier factor: 0.5 for one 3-D fit and for 2-D data whose best field's
 # noise fraction is at least NOISY_2D, else 1.0 (and the noisy rule below).
 SIGMA_FACTOR_U_3D = 0.5
@@ -96,6 +105,11 @@ NOISY_COARSE_PDE_WEIGHT = 0.3
 TUNED_VOXELS = 14.0
 NOISY_FACTOR_U = 0.1
 NOISIER_FACTOR_U = 0.05
+# Three-component noisy data below COARSE_3C voxels per shortest wavelength get
+# NOISY_FACTOR_U too (3.5 mm organs at 7.4-7.6 voxels: 27.9 -> 14.2 % tuning, 41.8 ->
+# 19.2 % held-out); at 10-10.5 voxels (the liver-like organs) the factor made the map
+# worse (13.4 -> 16.9 %), so the limit sits between.
+COARSE_3C = 9.0
 
 
 class DataFacts(NamedTuple):
@@ -161,6 +175,13 @@ def noisy_below_tuned(facts: DataFacts) -> bool:
     return noisy and facts.n_comp < 3 and facts.voxels_per_wavelength < TUNED_VOXELS
 
 
+def noisy_coarse_fit(facts: DataFacts) -> bool:
+    """Noisy data (best noise fraction at least ``CLEAN_NOISE``) of any number of
+    components sampled with fewer than :data:`TUNED_VOXELS` voxels per shortest
+    wavelength: the region of :func:`fit_size`'s small fit."""
+    return facts.noise >= CLEAN_NOISE and facts.voxels_per_wavelength < TUNED_VOXELS
+
+
 def base_factor_u(ndim: int, noise: float) -> float:
     """The u-network's factor in the tuned region: :data:`SIGMA_FACTOR_U_3D` for 3-D data
     and for 2-D data whose best field's noise fraction ``noise`` is at least
@@ -176,19 +197,24 @@ def sigma_factor_u(facts: DataFacts) -> Default:
     else 1.0 (the tuned region). Noisy data of one or two components below the tuned
     sampling (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
     noise fraction of ``NOISY_2D``: a u-network that cannot follow voxel-scale
-    noise, whose Laplacian would otherwise pull the modulus low."""
+    noise, whose Laplacian would otherwise pull the modulus low. Three components:
+    :data:`NOISY_FACTOR_U` below :data:`COARSE_3C` voxels per wavelength (with the
+    small fit of :func:`fit_size`)."""
     noisy_2d = facts.ndim == 2 and facts.noise >= NOISY_2D
     base = base_factor_u(facts.ndim, facts.noise)
     rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
     if facts.ndim == 2:
         rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {NOISY_2D:g}"
-    if not noisy_below_tuned(facts):
+    coarse_3c = facts.n_comp == 3 and noisy_coarse_fit(facts)
+    coarse_3c = coarse_3c and facts.voxels_per_wavelength < COARSE_3C
+    if not (noisy_below_tuned(facts) or coarse_3c):
         return Default(base, rule, True)
-    value = NOISIER_FACTOR_U if facts.noise >= NOISY_2D else NOISY_FACTOR_U
+    value = NOISIER_FACTOR_U if facts.noise >= NOISY_2D and not coarse_3c else NOISY_FACTOR_U
+    limit = COARSE_3C if coarse_3c else TUNED_VOXELS
     rule = (
         f"{value:g}: {facts.n_comp} component(s), noise fraction {facts.noise:.3g} (>= "
         f"{CLEAN_NOISE:g}) at {facts.voxels_per_wavelength:.3g} voxels per "
-        f"wavelength (< {TUNED_VOXELS:g})"
+        f"wavelength (< {limit:g})"
     )
     return Default(value, rule, True)
 
@@ -205,13 +231,34 @@ def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) ->
     return Default((factor_u * cycles, factor_mu * cycles), rule, True)
 
 
+def fit_size(facts: DataFacts) -> Default:
+    """The small fit where noise meets coarse sampling (:func:`noisy_coarse_fit`): the
+    Config fields of :func:`helmholtz_pinn.config.cpu_settings` for the data's
+    components (64-wide networks, mu 32, 64 Fourier features; 3000 steps of 512 voxels
+    at 2e-3 for one or two components, 5000 of 1024 at 1e-3 for three). Elsewhere
+    ``{}`` (the tables by dimension, :data:`STEPS`, :data:`LEARNING_RATE`).
+
+    Why: at the default sizes (256-512 wide, 10 000 steps) the networks fitted the noise
+    and the map collapsed (69-92 % G' on every noisy member below the tuned sampling);
+    the small fit, with the u factor of :func:`sigma_factor_u`, gave 3.6-27.6 % on the
+    same members (docs/defaults.md, "Noisy data below the tuned sampling")."""
+    if not noisy_coarse_fit(facts):
+        return Default({}, "the sizes by dimension", True)
+    rule = (
+        f"the small fit: noise fraction {facts.noise:.3g} (>= {CLEAN_NOISE:g}) at "
+        f"{facts.voxels_per_wavelength:.3g} voxels per wavelength (< {TUNED_VOXELS:g})"
+    )
+    return Default(cpu_settings(facts.n_comp), rule, True)
+
+
 def network_size(facts: DataFacts) -> Default:
     """``width``, ``n_features``, ``mu_width``, ``mu_depth`` as a dict.
 
-    Backed: today's sizes by dimension (``fit.plan.WIDTH`` etc.). Proposal: 2-D data
-    of fewer than :data:`SMALL_2D` mask voxels get the CPU-sized networks (one
-    measurement: the bundled 30 x 36 example at 15 % against 36 %, with the CPU-sized
-    batch and steps too)."""
+    Backed: today's sizes by dimension (``fit.plan.WIDTH`` etc.), the small fit's
+    where noise meets coarse sampling (:func:`fit_size`). Proposal: clean 2-D data of
+    fewer than :data:`SMALL_2D` mask voxels get the CPU-sized networks (one measurement:
+    the bundled 30 x 36 example at 15 % against 36 %, with the CPU-sized batch and steps
+    too)."""
     d = facts.ndim
     sizes = dict(
         width=WIDTH[d],
@@ -219,6 +266,9 @@ def network_size(facts: DataFacts) -> Default:
         mu_width=MU_WIDTH[d],
         mu_depth=MU_DEPTH[d],
     )
+    small = fit_size(facts)
+    if small.value:
+        return Default({**sizes, **SMALL_NETWORKS}, small.rule, True)
     if d == 2 and facts.mask_voxels < SMALL_2D:
         rule = f"a small 2-D field ({facts.mask_voxels} < {SMALL_2D} voxels): CPU-sized networks"
         return Default({**sizes, **SMALL_NETWORKS}, rule, False)
@@ -227,8 +277,9 @@ def network_size(facts: DataFacts) -> Default:
 
 def batch_size(facts: DataFacts) -> Default:
     """Voxels per step: today's 2048 (a 3-D fit at 4096 was as accurate at twice the
-    time); a mask with fewer voxels is taken whole by the step (``train.Spec``)."""
-    value = BATCH_SIZE[facts.ndim]
+    time), the small fit's where noise meets coarse sampling (:func:`fit_size`); a mask
+    with fewer voxels is taken whole by the step (``train.Spec``)."""
+    value = fit_size(facts).value.get("batch_size", BATCH_SIZE[facts.ndim])
     if facts.mask_voxels <= value:
         return Default(value, f"{value}: the whole mask ({facts.mask_voxels} voxels)", True)
     return Default(value, f"{value} voxels per step", True)
@@ -253,16 +304,22 @@ def pde_margin(facts: DataFacts, pde: str) -> Default:
 
 
 def steps(facts: DataFacts) -> Default:
-    """Adam steps: today's 10 000 (20 000 gave 1.8 -> 1.5 % on four-target at twice the
-    time); no measurement ties the step count to the data's scale."""
-    return Default(Config.steps, f"{Config.steps}: no data-dependent rule measured", True)
+    """Adam steps: :data:`STEPS` (20 000 gave 1.8 -> 1.5 % on four-target at twice the
+    time), the small fit's where noise meets coarse sampling (:func:`fit_size`)."""
+    small = fit_size(facts)
+    if small.value:
+        return Default(small.value["steps"], small.rule, True)
+    return Default(STEPS, f"{STEPS}: the tuned region's", True)
 
 
 def learning_rate(facts: DataFacts) -> Default:
-    """Adam's rate: today's 1e-3 (3e-3 was within the run-to-run spread on four-target);
-    no measurement ties it to the data's scale."""
-    rate = Config.learning_rate
-    return Default(rate, f"{rate:g}: no data-dependent rule measured", True)
+    """Adam's starting rate: :data:`LEARNING_RATE` (3e-3 was within the run-to-run
+    spread on four-target), the small fit's where noise meets coarse sampling
+    (:func:`fit_size`)."""
+    small = fit_size(facts)
+    if small.value:
+        return Default(small.value["learning_rate"], small.rule, True)
+    return Default(LEARNING_RATE, f"{LEARNING_RATE:g}: the tuned region's", True)
 
 
 def pde_weight(facts: DataFacts) -> Default:

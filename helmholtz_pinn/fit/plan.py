@@ -65,7 +65,9 @@ class Plan:
     """One law's fit of a run, every setting decided (:func:`plan`).
 
     Attributes:
-      config: what the user asked for (overrides applied), unchanged.
+      config: what the user asked for (overrides applied), with the fields the data
+        decide filled where it left them None (:func:`decide_schedule`: ``steps``,
+        ``learning_rate``; the small fit's network sizes and batch too).
       laws: the laws the run fits: the one asked for; with ``mu_model="auto"`` both of
         :data:`helmholtz_pinn.assess.laws.ORDER` (judged, the kept one's Result), or
         per-frequency for one frequency (no law to choose).
@@ -83,6 +85,8 @@ class Plan:
       sigma_u, sigma_mu: the networks' Fourier scales, cycles per field of view.
       sigma_factor_u: the u-network's factor of the automatic Fourier scale.
       sigma_factor_u_rule: the rule that set it, in words (:func:`u_factor`).
+      decided: the ``config`` fields :func:`decide_schedule` filled.
+      fit_size_rule: the rule that decided them, in words.
       pde_margin: per dataset (member), voxels along the field of view's in-plane
         edges without a PDE residual.
       stacked: the members have a leading axis (a batch, a slicewise fit).
@@ -115,6 +119,8 @@ class Plan:
     checkpoint_dir: Path | None = None
     resume: bool | str = False
     sigma_factor_u_rule: str = ""
+    decided: tuple[str, ...] = ()
+    fit_size_rule: str = ""
 
     @property
     def mu_model(self) -> str:
@@ -170,7 +176,7 @@ class Plan:
         or cut, and what runs."""
         spec = self.spec
         return {
-            "steps_asked": self.config.steps,
+            "steps_asked": None if "steps" in self.decided else self.config.steps,
             "steps": self.steps,
             "lbfgs_steps_asked": self.config.lbfgs_steps,
             "lbfgs_steps": self.lbfgs_steps,
@@ -191,6 +197,9 @@ class Plan:
             "sigma_mu": self.sigma_mu,
             "sigma_factor_u": self.sigma_factor_u,
             "sigma_factor_u_rule": self.sigma_factor_u_rule,
+            "learning_rate": self.config.learning_rate,
+            "decided": {k: getattr(self.config, k) for k in self.decided},
+            "fit_size_rule": self.fit_size_rule,
             "pde_margin": sorted(set(self.pde_margin)),
             "ensemble": self.ensemble,
             "datasets_per_chunk": self.datasets_per_chunk,
@@ -204,8 +213,9 @@ class Plan:
         ``lbfgs_from`` for an L-BFGS phase, rounded up to whole blocks."""
         cfg, notes, adam = self.config, [], self.steps_cut
         if adam != cfg.steps:
+            how = "decided" if "steps" in self.decided else "asked"
             notes.append(
-                f"steps={cfg.steps} asked; {adam} Adam steps ran (lbfgs_from={cfg.lbfgs_from}) "
+                f"steps={cfg.steps} {how}; {adam} Adam steps ran (lbfgs_from={cfg.lbfgs_from}) "
                 f"and then an L-BFGS phase of {self.lbfgs_steps} iterations"
                 + (
                     f" (the kept law's fit goes on to {self.lbfgs_continued_to} where it "
@@ -250,11 +260,13 @@ def plan(
     """
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
+    facts = noisy_facts(datasets)
+    cfg, decided, size_rule = decide_schedule(cfg, facts)
     spec = spec_of(cfg, form.name, first.ndim, first.n_freq, first.n_comp, law or tried[0])
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
     mu_ref = reference_modulus(datasets, cfg, estimates)
-    factor, rule = u_factor(datasets, cfg)
+    factor, rule = u_factor(datasets, cfg, facts)
     factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref, factor)
     margins = tuple(pde_margin(d, cfg, form, mu_ref) for d in datasets)
     saved = saved_chunk_size(checkpoint_dir) if resume and stacked else None
@@ -268,7 +280,7 @@ def plan(
     folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
-        factor, margins, stacked, size, rows, where, folder, resume, rule,
+        factor, margins, stacked, size, rows, where, folder, resume, rule, decided, size_rule,
     )  # fmt: skip
 
 
@@ -402,27 +414,64 @@ def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
     return defaults.base_factor_u(ndim, noise)
 
 
-def u_factor(datasets: Sequence[Dataset], cfg: Config) -> tuple[float, str]:
+def noisy_facts(datasets: Sequence[Dataset]) -> list[defaults.DataFacts | None]:
+    """Per dataset its :class:`helmholtz_pinn.fit.defaults.DataFacts` where its best
+    field is noisy (noise fraction at least :data:`CLEAN_NOISE`) and u shows a
+    wavelength, else None: the rules for noisy data read them (clean data need no
+    wavelength estimate)."""
+    out: list[defaults.DataFacts | None] = []
+    for d in datasets:
+        facts = None
+        if problem.best_noise(d) >= CLEAN_NOISE:
+            try:
+                facts = defaults.facts_of(d)
+            except InputError:  # u shows no wavelength: the rules by dimension and noise
+                pass
+        out.append(facts)
+    return out
+
+
+def decide_schedule(
+    cfg: Config, facts: Sequence[defaults.DataFacts | None]
+) -> tuple[Config, tuple[str, ...], str]:
+    """(``cfg`` with its data-decided fields filled, the fields filled, the rule in
+    words): where some dataset's ``facts`` (:func:`noisy_facts`; they share one program)
+    fall in the small fit's region, :func:`helmholtz_pinn.fit.defaults.fit_size`'s
+    network sizes, batch, steps and rate; else :data:`~helmholtz_pinn.fit.defaults.STEPS`
+    and :data:`~helmholtz_pinn.fit.defaults.LEARNING_RATE`. Only fields ``cfg`` leaves
+    None are filled: a setting given is kept."""
+    rules = [defaults.fit_size(f) for f in facts if f is not None]
+    small = next((r for r in rules if r.value), None)
+    values = {"steps": defaults.STEPS, "learning_rate": defaults.LEARNING_RATE}
+    values = small.value if small is not None else values
+    filled = {k: v for k, v in values.items() if getattr(cfg, k) is None}
+    rule = small.rule if small is not None else "the tuned region's steps and rate"
+    return cfg.replace(**filled), tuple(filled), rule
+
+
+def u_factor(
+    datasets: Sequence[Dataset],
+    cfg: Config,
+    facts: Sequence[defaults.DataFacts | None] | None = None,
+) -> tuple[float, str]:
     """(sigma_factor_u, the rule that set it, in words): the configured factor; else
     (``sigma_u`` configured) :func:`sigma_factor_u`'s, which then scales nothing; else the
     smallest over ``datasets`` (they share one program) of
-    :func:`helmholtz_pinn.fit.defaults.sigma_factor_u` on the dataset's facts where its
-    best field is noisy (noise fraction at least :data:`CLEAN_NOISE`) and u shows a
-    wavelength, else :func:`sigma_factor_u` by the dimension and the noise."""
+    :func:`helmholtz_pinn.fit.defaults.sigma_factor_u` on the dataset's ``facts`` (those
+    of :func:`noisy_facts`, computed here if not given) where it has them, else
+    :func:`sigma_factor_u` by the dimension and the noise."""
     ndim = datasets[0].ndim
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u, "configured"
     if cfg.sigma_u is not None:
         return sigma_factor_u(cfg, ndim), "unused: sigma_u configured"
+    facts = noisy_facts(datasets) if facts is None else facts
     chosen: list[tuple[float, str]] = []
-    for d in datasets:
+    for d, f in zip(datasets, facts, strict=True):
+        if f is not None:
+            chosen.append(defaults.sigma_factor_u(f)[:2])
+            continue
         noise = problem.best_noise(d)
-        if noise >= CLEAN_NOISE:
-            try:
-                chosen.append(defaults.sigma_factor_u(defaults.facts_of(d))[:2])
-                continue
-            except InputError:  # u shows no wavelength: the rule by dimension and noise
-                pass
         value = sigma_factor_u(cfg, ndim, noise if ndim == 2 else 0.0)
         chosen.append((value, f"{value:g}: {ndim}-D data, noise fraction {noise:.3g}"))
     return min(chosen, key=lambda c: c[0])
@@ -520,9 +569,12 @@ def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
     scales; the law as :func:`program` resolves it), by the rules above but without a
     layout (no devices planned): for studies and tests of the problems themselves."""
     first = datasets[0]
+    facts = noisy_facts(datasets)
+    cfg = decide_schedule(cfg, facts)[0]
     spec = program(cfg, first.ndim, first.n_freq, first.n_comp)
     mu_ref = reference_modulus(datasets, cfg)
-    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref)
+    factor = u_factor(datasets, cfg, facts)[0]
+    factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref, factor)
     shared = dict(spec=spec, mu_ref=mu_ref, sigma_u=sigma_u, sigma_mu=sigma_mu)
     shared.update(sigma_factor_u=factor, weighting=cfg.weighting, noise_floor=cfg.noise_floor)
     return [

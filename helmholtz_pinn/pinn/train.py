@@ -191,7 +191,10 @@ def init_state(
     program per spec: the scales, the seed and the rate are its arguments, so the data's
     own scales never recompile it (a second run is served by the compile cache)."""
     key = jax.random.PRNGKey(seed)  # outside the program: a seed may exceed int32
-    return _init_state(spec, key, float(sigma_u), float(sigma_mu), learning_rate, float(ratio_z))
+    if learning_rate is None:  # a Config's None is decided by the run plan, not here
+        raise ConfigError("learning_rate must be a rate (> 0); got None: plan the run first")
+    rate = float(learning_rate)
+    return _init_state(spec, key, float(sigma_u), float(sigma_mu), rate, float(ratio_z))
 
 
 @functools.partial(jax.jit, static_argnums=(0,))

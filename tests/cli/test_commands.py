@@ -32,7 +32,7 @@ def test_cpu_sized_settings_take_more_steps_for_three_components_and_yield_to_op
     assert (scalar.learning_rate, elastic.learning_rate) == (2e-3, 1e-3)
     mine = config_from(parse_args(["invert", "--cpu-sized", "--steps", "700", "--width", "48"]), 3)
     assert (mine.steps, mine.width, mine.mu_width) == (700, 48, 32)
-    assert config_from(parse_args(["invert"]), n_comp=3).steps == 10000  # only when asked
+    assert config_from(parse_args(["invert"]), n_comp=3).steps is None  # the plan decides
     with pytest.raises(ConfigError, match="n_comp"):
         cpu_settings(4)
 

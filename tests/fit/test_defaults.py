@@ -43,8 +43,8 @@ def test_the_tuned_region_gets_todays_values(f):
         mu_width=run_plan.MU_WIDTH[f.ndim], mu_depth=run_plan.MU_DEPTH[f.ndim],
     )  # fmt: skip
     assert rules["batch_size"].value == 2048
-    assert rules["steps"].value == Config.steps == 10_000
-    assert rules["learning_rate"].value == Config.learning_rate
+    assert rules["steps"].value == defaults.STEPS == 10_000
+    assert rules["learning_rate"].value == defaults.LEARNING_RATE == 1e-3
     assert rules["pde_weight"].value == Config.pde_weight == 0.1
     margin = 3 if f.ndim == 3 and f.voxels_per_wavelength < 18 else 0
     assert rules["pde_margin"].value == margin  # 1 mm slabs at 100 Hz: 3 voxels
@@ -65,9 +65,9 @@ def test_noisy_2d_data_get_the_smaller_factor_as_today():
 
 def test_noisy_data_below_the_tuned_sampling_get_a_smooth_u_network():
     """One component of a liver-like volume at -20 dB (8 voxels per wavelength, noise
-    0.07): factor 0.1, 0.05 at -10 dB (noise 0.3), backed; clean, three components, or
-    noisy at 14 voxels (the tuned region's lowest sampling): today's factors; the PDE
-    weight stays a proposal."""
+    0.07): factor 0.1, 0.05 at -10 dB (noise 0.3), backed; three components 0.1 below 9
+    voxels only; clean, or noisy at 14 voxels (the tuned region's lowest sampling):
+    today's factors; the PDE weight stays a proposal."""
     liver = facts(
         voxels_per_wavelength=8.0, grid=(32, 32, 12), mask_voxels=7000, noise=0.07, n_comp=1
     )
@@ -83,11 +83,61 @@ def test_noisy_data_below_the_tuned_sampling_get_a_smooth_u_network():
     clean = liver._replace(noise=0.004)
     assert defaults.sigma_factor_u(clean) == (0.5, "0.5: 3-D data", True)
     assert defaults.sigma_factor_u(liver._replace(voxels_per_wavelength=14.0)).value == 0.5
-    assert defaults.sigma_factor_u(liver._replace(n_comp=3)).value == 0.5
+    organ = liver._replace(n_comp=3)
+    assert defaults.sigma_factor_u(organ).value == 0.1
+    assert defaults.sigma_factor_u(organ._replace(noise=0.3)).value == 0.1  # not 0.05
+    assert defaults.sigma_factor_u(organ._replace(voxels_per_wavelength=10.0)).value == 0.5
     assert defaults.sigma_factor_u(plane._replace(voxels_per_wavelength=14.0)).value == 1.0
     weight = defaults.pde_weight(liver)
     assert weight.value == defaults.NOISY_COARSE_PDE_WEIGHT and not weight.backed
     assert defaults.pde_weight(clean).value == 0.1
+
+
+@pytest.mark.parametrize("n_comp", [1, 2, 3])
+def test_noise_at_coarse_sampling_gets_the_small_fit(n_comp):
+    """Noisy data below 14 voxels per wavelength, of any number of components: the
+    networks, batch, steps and rate of cpu_settings, backed; the same data clean, or
+    noisy at 14 voxels: the tables by dimension and 10 000 steps at 1e-3."""
+    from helmholtz_pinn.config import cpu_settings
+
+    noisy = facts(voxels_per_wavelength=10.0, grid=(24, 24, 10), mask_voxels=1400, noise=0.08)
+    noisy = noisy._replace(n_comp=n_comp)
+    small = defaults.fit_size(noisy)
+    assert small.value == cpu_settings(n_comp) and small.backed and "small fit" in small.rule
+    rules = defaults.settings(noisy, "navier")
+    assert rules["network"].value["width"] == 64 and rules["network"].value["mu_depth"] == 3
+    assert rules["steps"].value == small.value["steps"] == (5000 if n_comp == 3 else 3000)
+    assert rules["batch_size"].value == small.value["batch_size"]
+    assert rules["learning_rate"].value == small.value["learning_rate"]
+    for region in (noisy._replace(noise=0.004), noisy._replace(voxels_per_wavelength=14.0)):
+        assert defaults.fit_size(region).value == {}
+        assert defaults.steps(region).value == 10_000
+        assert defaults.network_size(region).value["width"] == 512
+
+
+def test_the_plan_decides_only_the_fields_left_unset():
+    """The schedule the plan fills: the small fit's for a noisy field at 6 voxels per
+    wavelength (recorded as decided), today's for the clean one; a setting given is
+    kept, and the request's None stays visible as steps_asked None."""
+    from helmholtz_pinn.forward.phantoms import add_noise
+    from helmholtz_pinn.pinn import forms
+
+    x, _ = np.meshgrid(np.arange(24) * 3e-3, np.arange(24) * 3e-3, indexing="ij")
+    u = np.exp(1j * 2 * np.pi * x / 18e-3)[None, None].astype(np.complex64)
+    clean = Dataset(u=u, frequency=[60.0], spacing=[3e-3] * 2)
+    noisy = Dataset(u=add_noise(u, -20.0, 0), frequency=[60.0], spacing=[3e-3] * 2)
+    form = forms.get("hetero")
+    small = run_plan.plan([noisy], Config(), form=form, devices=1)
+    assert (small.spec.width, small.spec.n_features, small.spec.mu_width) == (64, 64, 32)
+    assert (small.steps, small.config.learning_rate, small.spec.batch_size) == (3000, 2e-3, 512)
+    assert small.record["steps_asked"] is None and small.record["decided"]["steps"] == 3000
+    assert "small fit" in small.record["fit_size_rule"]
+    mine = run_plan.plan([noisy], Config(steps=700, width=48), form=form, devices=1)
+    assert (mine.steps, mine.spec.width, mine.spec.mu_width) == (700, 48, 32)
+    assert "steps" not in mine.decided and "width" not in mine.decided
+    today = run_plan.plan([clean], Config(), form=form, devices=1)
+    assert (today.steps, today.config.learning_rate, today.spec.width) == (10_000, 1e-3, 256)
+    assert today.decided == ("steps", "learning_rate")
 
 
 def test_a_small_2d_field_gets_the_cpu_sized_networks_as_a_proposal():

@@ -59,9 +59,10 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
     same = prep.problem._replace(
         x=np.repeat(prep.problem.x[5:6], 144, 0), u=np.repeat(prep.problem.u[5:6], 144, 0)
     )
-    state0 = jax.device_get(
-        train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, cfg.learning_rate)
-    )
+    form = forms.get(forms.resolve(cfg.pde, ds.n_comp))
+    fit = run_plan.plan([ds], cfg, form=form, devices=1)  # the Adam steps and the schedule
+    rate = fit.config.learning_rate
+    state0 = jax.device_get(train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, rate))
     results = []
     for plan in (
         placement.Placement(tuple(four_devices[:1])),
@@ -71,8 +72,6 @@ def test_data_parallel_sampling_sums_the_device_gradients(four_devices):
         state, problem = placement.place(state0, same, plan)
         from helmholtz_pinn.fit import host_loop
 
-        form = forms.get(forms.resolve(cfg.pde, ds.n_comp))
-        fit = run_plan.plan([ds], cfg, form=form, devices=1)  # the Adam steps and the schedule
         state, hist = host_loop.run(state, problem, block, fit, progress=False)
         results.append((placement.gather(state, plan), hist))
     (one, h1), (many, h4) = results
