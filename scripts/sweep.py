@@ -337,6 +337,10 @@ def record(m: Member, data, method: str, facts: dict, failed: list[str], seconds
         "steps": facts.get("steps"), "seconds": round(seconds, 1), "error": facts.get("error"),
         "proposals_applied": facts.get("proposals_applied"),
         "plan": {k: (facts.get("plan") or {}).get(k) for k in PLAN_KEYS},
+        "check_values": {
+            c["name"]: [c.get("value"), c.get("threshold")]
+            for c in facts.get("fit_quality", []) if not c.get("skipped")
+        },
     }  # fmt: skip
 
 
