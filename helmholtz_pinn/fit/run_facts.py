@@ -28,7 +28,9 @@ def run_facts(
     """The run facts of ``metrics.json``: steps, wall time (s), device, scales, the PDE
     margin (voxels) and the fraction of the mask's voxels with a PDE residual, final
     losses (nondimensional), retries, the ``plan`` (:attr:`Plan.record`: what was asked
-    and what ran); ``extra`` adds or overrides entries."""
+    and what ran), and the run notes (:func:`run_notes`, a u factor moved by the noisy
+    rule, the small fit's settings where the data decided them); ``extra`` adds or
+    overrides entries."""
     last, cfg = (history[-1] if history else {}), plan.config
     facts: RunFacts = {
         "steps": int(np.asarray(state.step).max()),
@@ -66,6 +68,12 @@ def run_facts(
             "collapse of the modulus" + ("; a volume, where there is one, is the better "
             "input" if d == 2 else "")
         )  # fmt: skip
+    if set(plan.decided) - {"steps", "learning_rate"}:  # more than steps and rate: small fit
+        settings = ", ".join(f"{k}={getattr(plan.config, k):g}" for k in plan.decided)
+        facts["notes"].append(
+            f"{plan.fit_size_rule}: {settings} (larger networks trained longer fitted the "
+            "noise; a setting given explicitly is kept)"
+        )
     return facts
 
 

@@ -140,6 +140,21 @@ def test_the_plan_decides_only_the_fields_left_unset():
     assert today.decided == ("steps", "learning_rate")
 
 
+def test_a_fit_says_the_data_chose_the_small_fit():
+    """A noisy field at 6 voxels per wavelength, a few steps given: the run note names the
+    small fit's settings the data decided, not the steps given."""
+    from helmholtz_pinn.fit.inversion import invert
+    from helmholtz_pinn.forward.phantoms import add_noise
+
+    x, _ = np.meshgrid(np.arange(24) * 3e-3, np.arange(24) * 3e-3, indexing="ij")
+    u = np.exp(1j * 2 * np.pi * x / 18e-3)[None, None].astype(np.complex64)
+    noisy = Dataset(u=add_noise(u, -20.0, 0), frequency=[60.0], spacing=[3e-3] * 2)
+    result = invert(noisy, steps=10, sync_interval=5, pde_warmup=3, progress=False)
+    note = [n for n in result.metrics["notes"] if "the small fit" in n]
+    assert len(note) == 1 and "width=64" in note[0] and "steps=" not in note[0], note
+    assert result.config.width == 64 and result.config.steps == 10
+
+
 def test_a_small_2d_field_gets_the_cpu_sized_networks_as_a_proposal():
     example = facts(grid=(30, 36), ndim=2, mask_voxels=1080, voxels_per_wavelength=9.2)
     size = defaults.network_size(example)
