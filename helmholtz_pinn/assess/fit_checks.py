@@ -117,7 +117,8 @@ def fit_quality(
       law_spread: how much the per-frequency factors on the fitted law's modulus that
         best satisfy the PDE differ (:func:`helmholtz_pinn.pinn.dispersion.spread`); None
         where no law was fitted (one frequency, per-frequency moduli, a baseline).
-      spread_max: the law_consistency limit, the fit's PDE form's ``spread_max``.
+      spread_max: the law_consistency limit, the fit's PDE form's ``spread_max``
+        (a Result's checks: times :data:`.laws.SMALL_FIT_SPREAD` for the small fit).
       mu_model: the law setting the user asked for (``"auto"`` where the data chose it;
         None: not known): a failed ``law_consistency`` never advises it.
       frequency, spacing, rho: the data's frequencies (Hz), voxel size per axis (m) and

@@ -87,6 +87,8 @@ class Plan:
       sigma_factor_u_rule: the rule that set it, in words (:func:`u_factor`).
       decided: the ``config`` fields :func:`decide_schedule` filled.
       fit_size_rule: the rule that decided them, in words.
+      small_fit: the small fit's rule applied (noise at coarse sampling,
+        :func:`helmholtz_pinn.fit.defaults.fit_size`), whichever fields it filled.
       pde_margin: per dataset (member), voxels along the field of view's in-plane
         edges without a PDE residual.
       stacked: the members have a leading axis (a batch, a slicewise fit).
@@ -121,6 +123,7 @@ class Plan:
     sigma_factor_u_rule: str = ""
     decided: tuple[str, ...] = ()
     fit_size_rule: str = ""
+    small_fit: bool = False
 
     @property
     def mu_model(self) -> str:
@@ -200,6 +203,7 @@ class Plan:
             "learning_rate": self.config.learning_rate,
             "decided": {k: getattr(self.config, k) for k in self.decided},
             "fit_size_rule": self.fit_size_rule,
+            "small_fit": self.small_fit,
             "pde_margin": sorted(set(self.pde_margin)),
             "ensemble": self.ensemble,
             "datasets_per_chunk": self.datasets_per_chunk,
@@ -261,7 +265,7 @@ def plan(
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
     facts = noisy_facts(datasets)
-    cfg, decided, size_rule = decide_schedule(cfg, facts)
+    cfg, decided, size_rule, small = decide_schedule(cfg, facts)
     spec = spec_of(cfg, form.name, first.ndim, first.n_freq, first.n_comp, law or tried[0])
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
@@ -281,6 +285,7 @@ def plan(
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
         factor, margins, stacked, size, rows, where, folder, resume, rule, decided, size_rule,
+        small,
     )  # fmt: skip
 
 
@@ -433,20 +438,22 @@ def noisy_facts(datasets: Sequence[Dataset]) -> list[defaults.DataFacts | None]:
 
 def decide_schedule(
     cfg: Config, facts: Sequence[defaults.DataFacts | None]
-) -> tuple[Config, tuple[str, ...], str]:
+) -> tuple[Config, tuple[str, ...], str, bool]:
     """(``cfg`` with its data-decided fields filled, the fields filled, the rule in
-    words): where some dataset's ``facts`` (:func:`noisy_facts`; they share one program)
-    fall in the small fit's region, :func:`helmholtz_pinn.fit.defaults.fit_size`'s
-    network sizes, batch, steps and rate; else :data:`~helmholtz_pinn.fit.defaults.STEPS`
-    and :data:`~helmholtz_pinn.fit.defaults.LEARNING_RATE`. Only fields ``cfg`` leaves
-    None are filled: a setting given is kept."""
+    words, whether the small fit's rule applied): where some dataset's ``facts``
+    (:func:`noisy_facts`; they share one program) fall in the small fit's region, the
+    network sizes, batch, steps and rate of
+    :func:`helmholtz_pinn.fit.defaults.fit_size`; else
+    :data:`~helmholtz_pinn.fit.defaults.STEPS` and
+    :data:`~helmholtz_pinn.fit.defaults.LEARNING_RATE`. Only fields ``cfg`` leaves None
+    are filled: a setting given is kept."""
     rules = [defaults.fit_size(f) for f in facts if f is not None]
     small = next((r for r in rules if r.value), None)
     values = {"steps": defaults.STEPS, "learning_rate": defaults.LEARNING_RATE}
     values = small.value if small is not None else values
     filled = {k: v for k, v in values.items() if getattr(cfg, k) is None}
     rule = small.rule if small is not None else "the tuned region's steps and rate"
-    return cfg.replace(**filled), tuple(filled), rule
+    return cfg.replace(**filled), tuple(filled), rule, small is not None
 
 
 def u_factor(

@@ -131,13 +131,14 @@ def test_the_plan_decides_only_the_fields_left_unset():
     assert (small.spec.width, small.spec.n_features, small.spec.mu_width) == (64, 64, 32)
     assert (small.steps, small.config.learning_rate, small.spec.batch_size) == (3000, 2e-3, 512)
     assert small.record["steps_asked"] is None and small.record["decided"]["steps"] == 3000
-    assert "small fit" in small.record["fit_size_rule"]
+    assert "small fit" in small.record["fit_size_rule"] and small.record["small_fit"]
     mine = run_plan.plan([noisy], Config(steps=700, width=48), form=form, devices=1)
     assert (mine.steps, mine.spec.width, mine.spec.mu_width) == (700, 48, 32)
     assert "steps" not in mine.decided and "width" not in mine.decided
     today = run_plan.plan([clean], Config(), form=form, devices=1)
     assert (today.steps, today.config.learning_rate, today.spec.width) == (10_000, 1e-3, 256)
-    assert today.decided == ("steps", "learning_rate")
+    assert today.decided == ("steps", "learning_rate") and not today.small_fit
+    assert mine.small_fit  # the rule applied, whichever fields it filled
 
 
 def test_a_fit_says_the_data_chose_the_small_fit():
