@@ -331,17 +331,6 @@ def baseline_result(
     return result
 
 
-def _spread_max(facts: dict) -> float:
-    """The law_consistency limit's base: the fit's PDE form's ``spread_max``, times
-    :data:`helmholtz_pinn.assess.laws.SMALL_FIT_SPREAD` for the small fit (the plan
-    record's ``small_fit``)."""
-    from helmholtz_pinn.assess import laws
-    from helmholtz_pinn.pinn import forms
-
-    small = bool((facts.get("plan") or {}).get("small_fit"))
-    return forms.get(facts["pde"]).spread_max * (laws.SMALL_FIT_SPREAD if small else 1.0)
-
-
 def quality_checks(
     dataset: Dataset,
     config: Any,
@@ -357,8 +346,8 @@ def quality_checks(
     the run facts have them), the history, an ensemble's ``mu_std`` and the data's own
     facts (:func:`fit_checks.data_facts`: voxel size, frequencies, the wavelength of u, the
     through-plane share of a 2-D slice) and the map's re-simulation against a classical
-    map's (:func:`fit_checks.resimulation_facts`); ``law_consistency`` against the form's
-    spread limit (:func:`_spread_max`: doubled for the small fit). The AHI estimate
+    map's (:func:`fit_checks.resimulation_facts`), and whether the plan ran the small fit
+    (the plan record's ``small_fit``). The AHI estimate
     is the facts' ``ahi_estimate_pa`` (the dataset's, from :func:`inversion.invert`), else
     :func:`baselines.estimate_modulus` of the dataset. A baseline
     (``config`` a dict of settings) has no losses or reference of its own: it runs only
@@ -366,6 +355,7 @@ def quality_checks(
     """
     from helmholtz_pinn.assess import baselines, fit_checks
     from helmholtz_pinn.config import Config
+    from helmholtz_pinn.pinn import forms
 
     pinn = isinstance(config, Config)
     estimate = facts.get("ahi_estimate_pa")  # computed once at the door by invert
@@ -389,9 +379,10 @@ def quality_checks(
         mu_std=mu_std,
         members=config.ensemble,
         law_spread=facts.get("law_spread"),
-        **({"spread_max": _spread_max(facts)} if facts.get("pde") else {}),
+        **({"spread_max": forms.get(facts["pde"]).spread_max} if facts.get("pde") else {}),
         laws_tried=tuple(facts.get("laws_tried", ())),
         mu_model=config.mu_model,
         resimulation=fit_checks.resimulation_facts(dataset, mu),
+        small_fit=bool((facts.get("plan") or {}).get("small_fit")),
         **fit_checks.data_facts(dataset),
     )
