@@ -170,9 +170,8 @@ def _noisy_coarse(facts: DataFacts) -> bool:
 def noisy_below_tuned(facts: DataFacts) -> bool:
     """Noisy data of one or two components (best noise fraction at least
     ``CLEAN_NOISE``) sampled with fewer than :data:`TUNED_VOXELS` voxels per
-    shortest wavelength."""
-    noisy = facts.noise >= CLEAN_NOISE
-    return noisy and facts.n_comp < 3 and facts.voxels_per_wavelength < TUNED_VOXELS
+    shortest wavelength: :func:`noisy_coarse_fit` of fewer than three components."""
+    return facts.n_comp < 3 and noisy_coarse_fit(facts)
 
 
 def noisy_coarse_fit(facts: DataFacts) -> bool:

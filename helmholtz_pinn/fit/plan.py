@@ -249,6 +249,7 @@ def plan(
     estimates: Sequence[float | None] | None = None,
     checkpoint_dir: str | Path | None = None,
     resume: bool | str = False,
+    facts: Sequence[defaults.DataFacts | None] | None = None,
 ) -> Plan:
     """The plan of one law's fit of ``datasets`` (the run's members: one dataset, a
     batch, or the z-slices of a slicewise fit) with the request ``cfg``.
@@ -260,11 +261,12 @@ def plan(
     backend ("gpu": TF32 may apply); ``stacked``: members on a leading axis;
     ``estimates``: the datasets' AHI estimates (Pa) where computed; ``checkpoint_dir``
     and ``resume``: where this fit checkpoints and how it resumes (a resumed stacked
-    run keeps its saved chunk size, :func:`saved_chunk_size`, else the memory decides).
+    run keeps its saved chunk size, :func:`saved_chunk_size`, else the memory decides);
+    ``facts``: the datasets' :func:`noisy_facts` where the caller has them.
     """
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
-    facts = noisy_facts(datasets)
+    facts = noisy_facts(datasets) if facts is None else facts
     cfg, decided, size_rule, small = decide_schedule(cfg, facts)
     spec = spec_of(cfg, form.name, first.ndim, first.n_freq, first.n_comp, law or tried[0])
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
@@ -302,10 +304,12 @@ def plans(
     favours first), each by :func:`plan` with ``where`` (form, devices, backend, stacked,
     estimates). Where auto fits several laws, each checkpoints in its own subfolder
     ``checkpoint_dir/<law>``, and a ``resume="strict"`` holds for the first law only (the
-    run continued began with it)."""
+    run continued began with it). The data's facts (:func:`noisy_facts`) are read once
+    for all the plans."""
     tried = laws(cfg, datasets[0].n_freq)
     if len(tried) > 1 and len(datasets) == 1:
         tried = law_choice.prior(datasets[0])
+    where.setdefault("facts", noisy_facts(datasets))
     out = []
     for i, law in enumerate(tried):
         folder = checkpoint_dir

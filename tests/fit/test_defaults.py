@@ -141,6 +141,24 @@ def test_the_plan_decides_only_the_fields_left_unset():
     assert mine.small_fit  # the rule applied, whichever fields it filled
 
 
+def test_the_plans_of_both_laws_read_the_data_once(monkeypatch):
+    """Under auto both laws' plans share the data's facts: u's wavelength is estimated
+    once per dataset, not once per law, and both plans take the small fit."""
+    from helmholtz_pinn.forward.phantoms import add_noise
+    from helmholtz_pinn.pinn import forms
+
+    x, _ = np.meshgrid(np.arange(24) * 3e-3, np.arange(24) * 3e-3, indexing="ij")
+    wave = [np.exp(1j * 2 * np.pi * x / lam) for lam in (24e-3, 18e-3)]
+    u = np.stack(wave)[:, None].astype(np.complex64)
+    noisy = Dataset(u=add_noise(u, -20.0, 0), frequency=[45.0, 60.0], spacing=[3e-3] * 2)
+    calls = []
+    facts_of = defaults.facts_of
+    monkeypatch.setattr(defaults, "facts_of", lambda d: calls.append(d) or facts_of(d))
+    both = run_plan.plans([noisy], Config(), form=forms.get("hetero"), devices=1)
+    assert len(both) == 2 and len(calls) == 1
+    assert all(p.small_fit and p.spec.width == 64 for p in both)
+
+
 def test_a_fit_says_the_data_chose_the_small_fit():
     """A noisy field at 6 voxels per wavelength, a few steps given: the run note names the
     small fit's settings the data decided, not the steps given."""
