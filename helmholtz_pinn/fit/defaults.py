@@ -28,6 +28,7 @@ __all__ = [
     "BATCH_SIZE",
     "CLEAN_NOISE",
     "COARSE",
+    "COARSE_2D",
     "COARSE_3C",
     "LEARNING_RATE",
     "MU_DEPTH",
@@ -105,6 +106,11 @@ NOISY_COARSE_PDE_WEIGHT = 0.3
 TUNED_VOXELS = 14.0
 NOISY_FACTOR_U = 0.1
 NOISIER_FACTOR_U = 0.05
+# 2-D data (clean or noisy below NOISY_2D) sampled with fewer than COARSE_2D voxels per
+# shortest wavelength get the 3-D factor SIGMA_FACTOR_U_3D: at 1.0 the u-network's
+# features reach the voxels' Nyquist there, bend between the voxels, and the modulus came
+# out low (docs/defaults.md, "Coarse 2-D data").
+COARSE_2D = TUNED_VOXELS
 # Three-component noisy data below COARSE_3C voxels per shortest wavelength get
 # NOISY_FACTOR_U too (3.5 mm organs at 7.4-7.6 voxels: 27.9 -> 14.2 % tuning, 41.8 ->
 # 19.2 % held-out); at 10-10.5 voxels (the liver-like organs) the factor made the map
@@ -192,8 +198,8 @@ def base_factor_u(ndim: int, noise: float) -> float:
 def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
-    0.5 for 3-D data and for 2-D data of noise fraction at least ``NOISY_2D``,
-    else 1.0 (the tuned region). Noisy data of one or two components below the tuned
+    0.5 for 3-D data, for 2-D data of noise fraction at least ``NOISY_2D`` and for 2-D
+    data below :data:`COARSE_2D` voxels per wavelength, else 1.0 (the tuned region). Noisy data of one or two components below the tuned
     sampling (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
     noise fraction of ``NOISY_2D``: a u-network that cannot follow voxel-scale
     noise, whose Laplacian would otherwise pull the modulus low. Three components:
@@ -204,6 +210,12 @@ def sigma_factor_u(facts: DataFacts) -> Default:
     rule = f"{base:g}: " + ("3-D data" if facts.ndim == 3 else "2-D data, noise fraction ")
     if facts.ndim == 2:
         rule += f"{facts.noise:.3g} {'>=' if noisy_2d else '<'} {NOISY_2D:g}"
+    if base == SIGMA_FACTOR_U_2D and facts.voxels_per_wavelength < COARSE_2D:
+        base = SIGMA_FACTOR_U_3D
+        rule = (
+            f"{base:g}: 2-D data at {facts.voxels_per_wavelength:.3g} voxels per wavelength "
+            f"(< {COARSE_2D:g})"
+        )
     coarse_3c = facts.n_comp == 3 and noisy_coarse_fit(facts)
     coarse_3c = coarse_3c and facts.voxels_per_wavelength < COARSE_3C
     if not (noisy_below_tuned(facts) or coarse_3c):

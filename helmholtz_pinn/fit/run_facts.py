@@ -63,12 +63,12 @@ def run_facts(
     base = SIGMA_FACTOR_U_2D if d == 2 else SIGMA_FACTOR_U_3D
     if auto and prep.sigma_factor_u != base:
         facts["notes"].append(
-            f"noisy {d}-D data: the u-network's Fourier scale uses sigma_factor_u="
-            f"{prep.sigma_factor_u:g}, not {base:g} ({plan.sigma_factor_u_rule}), against a "
-            "collapse of the modulus" + ("; a volume, where there is one, is the better "
-            "input" if d == 2 else "")
+            f"the u-network's Fourier scale uses sigma_factor_u={prep.sigma_factor_u:g}, not "
+            f"{base:g} ({plan.sigma_factor_u_rule}): a smoother wave network, whose "
+            "Laplacian does not pull the modulus low" + ("; a volume, where there is one, "
+            "is the better input" if d == 2 else "")
         )  # fmt: skip
-    if set(plan.decided) - {"steps", "learning_rate"}:  # more than steps and rate: small fit
+    if plan.small_fit and plan.decided:
         settings = ", ".join(f"{k}={getattr(plan.config, k):g}" for k in plan.decided)
         facts["notes"].append(
             f"{plan.fit_size_rule}: {settings} (larger networks trained longer fitted the "

@@ -63,6 +63,20 @@ def test_noisy_2d_data_get_the_smaller_factor_as_today():
     assert "0.2 >= 0.15" in noisy.rule
 
 
+def test_coarse_2d_data_get_the_3d_factor():
+    """2-D data below 14 voxels per wavelength, clean or mildly noisy, get 0.5 (the
+    bundled 30 x 36 example at 9.2 voxels); at 14 and above, and where the noisy rules
+    take over, they do not."""
+    example = facts(grid=(30, 36), ndim=2, mask_voxels=1080, voxels_per_wavelength=9.2)
+    coarse = defaults.sigma_factor_u(example)
+    assert coarse.value == defaults.SIGMA_FACTOR_U_3D == 0.5 and coarse.backed
+    assert "9.2 voxels per wavelength (< 14)" in coarse.rule
+    assert defaults.sigma_factor_u(example._replace(voxels_per_wavelength=14.0)).value == 1.0
+    assert defaults.sigma_factor_u(example._replace(noise=0.2)).value == 0.5  # noisy 2-D
+    one = example._replace(n_comp=1, noise=0.05)  # noisy below the tuned sampling
+    assert defaults.sigma_factor_u(one).value == defaults.NOISY_FACTOR_U
+
+
 def test_noisy_data_below_the_tuned_sampling_get_a_smooth_u_network():
     """One component of a liver-like volume at -20 dB (8 voxels per wavelength, noise
     0.07): factor 0.1, 0.05 at -10 dB (noise 0.3), backed; three components 0.1 below 9
@@ -231,7 +245,8 @@ def test_the_plan_applies_the_noisy_rule_only_to_an_unset_factor():
     noisy = Dataset(u=add_noise(u, -20.0, 0), frequency=[60.0], spacing=[3e-3] * 2)
     factor, rule = run_plan.u_factor([noisy], Config())
     assert factor == defaults.NOISY_FACTOR_U and "(< 14)" in rule
-    assert run_plan.u_factor([clean], Config())[0] == defaults.SIGMA_FACTOR_U_2D
+    factor, rule = run_plan.u_factor([clean], Config())  # clean, but coarse in 2-D
+    assert factor == defaults.SIGMA_FACTOR_U_3D and "2-D data at 6" in rule
     assert run_plan.u_factor([noisy], Config(sigma_factor_u=0.7)) == (0.7, "configured")
     kept = run_plan.fourier_scales([noisy], Config(sigma_u=3.0), mu_ref=3000.0)
     assert kept[1] == 3.0
