@@ -38,9 +38,10 @@ class Config:
       sigma_mu: the same for the mu-network, with sigma_factor_mu.
       sigma_factor_u: factor of the automatic sigma_u; None: 1.0 for 2-D data, 0.5 for
         one 3-D fit, for 2-D data whose best field's noise fraction is at least 0.15 and
-        for 2-D data below 14 voxels per shortest wavelength estimated from u; 0.1 for noisy data (noise fraction at least 0.02) of one or two components
-        sampled with fewer than 14 voxels per shortest wavelength (0.05 from a noise
-        fraction of 0.15), and of three components below 9 voxels.
+        for 2-D data below 14 voxels per shortest wavelength estimated from u; 0.1 for
+        noisy data (noise fraction at least 0.02) of one or two components sampled with
+        fewer than 14 voxels per shortest wavelength (0.05 from a noise fraction of
+        0.15), and of three components below 9 voxels.
       sigma_factor_mu: factor of the automatic sigma_mu.
       sigma_ratio_z: 3-D fits: the Fourier scale along the slice axis over the in-plane
         scale, both networks (1 is isotropic).

@@ -199,8 +199,9 @@ def sigma_factor_u(facts: DataFacts) -> Default:
     """The u-network's factor of the Fourier scale (cycles per shortest wavelength).
 
     0.5 for 3-D data, for 2-D data of noise fraction at least ``NOISY_2D`` and for 2-D
-    data below :data:`COARSE_2D` voxels per wavelength, else 1.0 (the tuned region). Noisy data of one or two components below the tuned
-    sampling (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
+    data below :data:`COARSE_2D` voxels per wavelength, else 1.0 (the tuned region).
+    Noisy data of one or two components below the tuned sampling
+    (:func:`noisy_below_tuned`): :data:`NOISY_FACTOR_U`, :data:`NOISIER_FACTOR_U` from a
     noise fraction of ``NOISY_2D``: a u-network that cannot follow voxel-scale
     noise, whose Laplacian would otherwise pull the modulus low. Three components:
     :data:`NOISY_FACTOR_U` below :data:`COARSE_3C` voxels per wavelength (with the
