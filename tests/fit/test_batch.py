@@ -66,9 +66,15 @@ def slices():
     ]
 
 
+# The members of a batch share one program and so one u factor, the smallest of their
+# data-derived ones (these slices: 0.5 at 12-13 voxels per wavelength, 1.0 at 14.8); it is
+# given here so that each member's own fit has the batch's.
+BATCH = Config(**SMALL, sigma_factor_u=0.5)
+
+
 @pytest.fixture(scope="module")
 def batched(slices):
-    return inversion.invert(slices, Config(**SMALL), devices=1, progress=False)
+    return inversion.invert(slices, BATCH, devices=1, progress=False)
 
 
 def assert_same_fit(a, b):
@@ -79,7 +85,7 @@ def assert_same_fit(a, b):
 
 
 def test_batched_run_equals_separate_runs(slices, batched):
-    separate = [inversion.invert(d, Config(**SMALL), progress=False) for d in slices]
+    separate = [inversion.invert(d, BATCH, progress=False) for d in slices]
     for one, many in zip(separate, batched, strict=True):
         assert_same_fit(many, one)
         assert many.mu.shape == (2, N, N) and many.metrics["batch_members"] == 4
@@ -89,12 +95,12 @@ def test_batched_run_equals_separate_runs(slices, batched):
 
 
 def test_sharded_batched_run_equals_single_device(slices, batched, four_devices):
-    sharded = inversion.invert(slices, Config(**SMALL), devices=4, progress=False)
+    sharded = inversion.invert(slices, BATCH, devices=4, progress=False)
     for a, b in zip(sharded, batched, strict=True):
         assert a.metrics["devices"] == 4
         assert_same_fit(a, b)
     # 3 members on 4 devices: padded with a copy, which is dropped again
-    three = inversion.invert(slices[:3], Config(**SMALL), devices=4, progress=False)
+    three = inversion.invert(slices[:3], BATCH, devices=4, progress=False)
     assert len(three) == 3 and len(three[0].history[-1]) == len(batched[0].history[-1])
     for a, b in zip(three, batched[:3], strict=True):
         assert_same_fit(a, b)
@@ -125,7 +131,8 @@ def test_shared_scales_use_one_mu_ref_and_the_shortest_wave(slices):
     estimates = [estimate_reference(d) for d in slices]
     assert cfg.mu_ref == pytest.approx(np.median(estimates))
     cycles = max(wave_cycles(d, cfg.mu_ref) for d in slices)
-    assert cfg.sigma_u == pytest.approx(1.0 * cycles)  # 2-D slices: factor 1
+    # 2-D slices, one of them below 14 voxels per wavelength: the coarse 2-D factor for all
+    assert cfg.sigma_u == pytest.approx(defaults.SIGMA_FACTOR_U_3D * cycles)
 
 
 def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
@@ -148,7 +155,8 @@ def test_a_3d_fit_gets_the_3d_fourier_factor_unless_one_is_configured(slices):
 def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(slices):
     """These slices sample the wavelength with about 13 voxels, below the tuned region:
     noisy, they get the factor of fit.defaults.sigma_factor_u (0.1 at -20 dB, 0.05 at
-    -10 dB, where a factor of 0.5-1 collapsed the map); clean slices keep 1; a configured
+    -10 dB, where a factor of 0.5-1 collapsed the map); clean ones the coarse 2-D factor
+    0.5 (1.0 at 14 voxels and more); a configured
     factor or sigma_u wins; one noisy slice of a batch decides for all (they share one
     program); a fit's metrics record the factor, the rule that set it and a note."""
     from helmholtz_pinn.fit import defaults
@@ -163,7 +171,7 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     assert problem.best_noise(slices[0]) < 0.01
     assert 0.25 < problem.best_noise(noisy(slices[0], -10.0)) < 0.35  # 10^(-10/20) = 0.32
     for data, factor in [
-        ([slices[0]], 1.0),
+        ([slices[0]], defaults.SIGMA_FACTOR_U_3D),
         ([noisy(slices[0], -20.0)], defaults.NOISY_FACTOR_U),
         ([noisy(slices[0], -10.0)], defaults.NOISIER_FACTOR_U),
         ([slices[0], noisy(slices[1], -10.0)], defaults.NOISIER_FACTOR_U),
@@ -179,7 +187,7 @@ def test_noisy_2d_data_get_the_smoother_fourier_factor_unless_one_is_configured(
     res = inversion.invert(loud[0], base, progress=False)  # what metrics.json says
     assert res.metrics["sigma_factor_u"] == defaults.NOISIER_FACTOR_U
     assert "voxels per wavelength (< 14)" in res.metrics["plan"]["sigma_factor_u_rule"]
-    assert any(n.startswith("noisy 2-D data") for n in res.metrics["notes"])
+    assert any("sigma_factor_u=0.05, not 1" in n for n in res.metrics["notes"])
 
 
 def test_invert_slicewise_writes_mu_on_the_volume_grid(tmp_path, four_devices):
