@@ -262,11 +262,11 @@ def plan(
     ``estimates``: the datasets' AHI estimates (Pa) where computed; ``checkpoint_dir``
     and ``resume``: where this fit checkpoints and how it resumes (a resumed stacked
     run keeps its saved chunk size, :func:`saved_chunk_size`, else the memory decides);
-    ``facts``: the datasets' :func:`data_facts` where the caller has them.
+    ``facts``: the datasets' :func:`rule_facts` where the caller has them.
     """
     first = datasets[0]
     tried = laws(cfg, first.n_freq)
-    facts = data_facts(datasets) if facts is None else facts
+    facts = rule_facts(datasets) if facts is None else facts
     cfg, decided, size_rule, small = decide_schedule(cfg, facts)
     spec = spec_of(cfg, form.name, first.ndim, first.n_freq, first.n_comp, law or tried[0])
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
@@ -304,12 +304,12 @@ def plans(
     favours first), each by :func:`plan` with ``where`` (form, devices, backend, stacked,
     estimates). Where auto fits several laws, each checkpoints in its own subfolder
     ``checkpoint_dir/<law>``, and a ``resume="strict"`` holds for the first law only (the
-    run continued began with it). The data's facts (:func:`data_facts`) are read once
+    run continued began with it). The data's facts (:func:`rule_facts`) are read once
     for all the plans."""
     tried = laws(cfg, datasets[0].n_freq)
     if len(tried) > 1 and len(datasets) == 1:
         tried = law_choice.prior(datasets[0])
-    where.setdefault("facts", data_facts(datasets))
+    where.setdefault("facts", rule_facts(datasets))
     out = []
     for i, law in enumerate(tried):
         folder = checkpoint_dir
@@ -423,7 +423,7 @@ def sigma_factor_u(cfg: Config, ndim: int, noise: float = 0.0) -> float:
     return defaults.base_factor_u(ndim, noise)
 
 
-def data_facts(datasets: Sequence[Dataset]) -> list[defaults.DataFacts | None]:
+def rule_facts(datasets: Sequence[Dataset]) -> list[defaults.DataFacts | None]:
     """Per dataset its :class:`helmholtz_pinn.fit.defaults.DataFacts` where a rule reads
     them (the best field noisy, noise fraction at least :data:`CLEAN_NOISE`, or the data
     2-D: the rules for noisy and for coarse 2-D data need u's wavelength) and u shows a
@@ -445,7 +445,7 @@ def decide_schedule(
 ) -> tuple[Config, tuple[str, ...], str, bool]:
     """(``cfg`` with its data-decided fields filled, the fields filled, the rule in
     words, whether the small fit's rule applied): where some dataset's ``facts``
-    (:func:`data_facts`; they share one program) fall in the small fit's region, the
+    (:func:`rule_facts`; they share one program) fall in the small fit's region, the
     network sizes, batch, steps and rate of
     :func:`helmholtz_pinn.fit.defaults.fit_size`; else
     :data:`~helmholtz_pinn.fit.defaults.STEPS` and
@@ -469,14 +469,14 @@ def u_factor(
     (``sigma_u`` configured) :func:`sigma_factor_u`'s, which then scales nothing; else the
     smallest over ``datasets`` (they share one program) of
     :func:`helmholtz_pinn.fit.defaults.sigma_factor_u` on the dataset's ``facts`` (those
-    of :func:`data_facts`, computed here if not given) where it has them, else
+    of :func:`rule_facts`, computed here if not given) where it has them, else
     :func:`sigma_factor_u` by the dimension and the noise."""
     ndim = datasets[0].ndim
     if cfg.sigma_factor_u is not None:
         return cfg.sigma_factor_u, "configured"
     if cfg.sigma_u is not None:
         return sigma_factor_u(cfg, ndim), "unused: sigma_u configured"
-    facts = data_facts(datasets) if facts is None else facts
+    facts = rule_facts(datasets) if facts is None else facts
     chosen: list[tuple[float, str]] = []
     for d, f in zip(datasets, facts, strict=True):
         if f is not None:
@@ -580,7 +580,7 @@ def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
     scales; the law as :func:`program` resolves it), by the rules above but without a
     layout (no devices planned): for studies and tests of the problems themselves."""
     first = datasets[0]
-    facts = data_facts(datasets)
+    facts = rule_facts(datasets)
     cfg = decide_schedule(cfg, facts)[0]
     spec = program(cfg, first.ndim, first.n_freq, first.n_comp)
     mu_ref = reference_modulus(datasets, cfg)
