@@ -278,19 +278,6 @@ def _true_voxels(data) -> float:
     return lam / float(np.mean(data.spacing[:2]))
 
 
-def _space_checks(mu, data, facts: dict, asked: str) -> list[dict]:
-    """The data-space checks of ``assess.fit_checks`` on a PINN's map (the fit's own run
-    facts and the data's; ``asked`` the mu_model setting of the run)."""
-
-    names = ("law_consistency", "resolution", "wave_modulus", "slice_motion")
-    spread_max = lab.pde_form(facts["pde"]).spread_max if facts.get("pde") else 0.02
-    return lab.fit_quality(
-        mu, data.mask, facts.get("mu_ref_pa"), noise_fraction=facts.get("noise_fraction"),
-        law_spread=facts.get("law_spread"), spread_max=spread_max, mu_model=asked,
-        final_pde=facts.get("final_pde"), checks=names, **lab.data_facts(data),
-    )  # fmt: skip
-
-
 def fit(method: str, data, tiny: bool) -> tuple[dict, list[str], float]:
     """(metrics, failed checks, seconds) of one method on ``data``."""
 
@@ -315,11 +302,9 @@ def fit(method: str, data, tiny: bool) -> tuple[dict, list[str], float]:
     facts = res.metrics
     if method == "rules":
         facts["proposals_applied"] = proposals
+    # the checks as the tool runs them (fit_quality holds the data-space checks too, with
+    # the run's own settings: the small fit's limits among them)
     failed = {c["name"] for c in facts.get("fit_quality", []) if not c["passed"]}
-    for c in _space_checks(res.mu, data, facts, settings.get("mu_model", "auto")):
-        failed.discard(c["name"])
-        if not c["passed"]:
-            failed.add(c["name"])
     return facts, sorted(failed), time.perf_counter() - t0
 
 
