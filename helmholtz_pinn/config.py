@@ -102,7 +102,9 @@ class Config:
       plateau_factor: the reduction: the rate is multiplied by this.
       min_lr: the rate never goes below this; a fit stalled there stops early.
       max_retries: divergence roll-backs (rate halved each time) before giving up.
-      checkpoint_every: blocks between checkpoints, when a checkpoint folder is given.
+      checkpoint_every: blocks between checkpoints, when a checkpoint folder is given;
+        none sooner than a minute after the previous one (the last block, an early stop
+        and an interrupt always write one).
       max_members_per_chunk: members (datasets or z-slices, times ensemble) trained at
         once, larger batches in chunks; None: from the free device memory.
       ensemble: independently seeded fits trained as one program; the result is their

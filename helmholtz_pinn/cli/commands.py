@@ -274,6 +274,8 @@ def _invert(args, datasets: list, paths: list) -> int:
     board = logs.TensorBoardLogger(args.tensorboard) if args.tensorboard and writer else None
     resume = "strict" if args.resume_strict else args.resume
     held = _finished(args.out) if resume is True else []
+    on_device = writer and jax.default_backend() != "cpu"  # a CPU's cores are training
+    importing = _import_in_background(FIGURE_MODULES) if on_device else None
     try:
         results = inversion.invert(
             datasets[0] if len(datasets) == 1 else datasets,
@@ -315,11 +317,33 @@ def _invert(args, datasets: list, paths: list) -> int:
     else:
         results, dirs = [results], [args.out]
     if writer:
+        if importing is not None:  # no import of one module in two threads at once
+            importing.join()
         for result, out, path in zip(results, dirs, paths, strict=True):
             result.metrics["input"] = str(path or "built-in four-target phantom")
             result.save(out, nifti=args.nifti)
             _summary(result, out)
     return 0
+
+
+FIGURE_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg")
+
+
+def _import_in_background(modules: tuple[str, ...]):
+    """Import ``modules`` in a daemon thread, which is returned: during a fit on a GPU,
+    whose main thread waits on the device, instead of after it (matplotlib for the figures
+    takes about 0.3 s). A module that fails to import is left for its user to report."""
+    import importlib
+    import threading
+
+    def load():
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="import figures", daemon=True)
+    thread.start()
+    return thread
 
 
 def _compile_cache(path: Path | None) -> None:

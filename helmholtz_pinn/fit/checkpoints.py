@@ -3,6 +3,9 @@
 Files: ``OUT/checkpoints/<step>/{state, host}``; orbax writes each step into a
 temporary folder and renames it when complete, so a killed run leaves either the
 previous checkpoint or the new one, never half of one. The newest two are kept.
+A checkpoint comes every ``checkpoint_every`` blocks, but none sooner than
+:data:`MIN_INTERVAL_S` after the previous one (or the start), so that a short fit waits
+for none but its last; the last block, an early stop and an interrupt always write one.
 Each checkpoint also holds the settings and a fingerprint of the data (shape,
 frequencies, spacing, sha256 of u and the mask per dataset); resuming with other
 settings or other data raises :class:`CheckpointError` naming what differs.
@@ -14,6 +17,7 @@ import dataclasses
 import hashlib
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +35,8 @@ NO_CHECKPOINT = "no usable checkpoint in"  # how a resume="strict" that found no
 # fields that may differ between the run that saved and the run that resumes (the matmul
 # precision of the Adam blocks still to run, too: a resume on another machine kind)
 RESUMABLE_CHANGES = ("steps", "checkpoint_every", "metric_margin", "ensemble_keep", "tf32_steps")
+
+MIN_INTERVAL_S = 60.0  # s of wall time at least between two periodic checkpoints
 
 
 def fingerprint(datasets: Sequence[Dataset]) -> dict:
@@ -91,10 +97,23 @@ def _fmt(values: list) -> str:
 
 
 class Checkpointer:
-    """Saves every ``every`` blocks (as the host loop's ``on_block``) and restores the newest."""
+    """Saves every ``every`` blocks, ``min_interval_s`` apart at least (as the host loop's
+    ``on_block``), and restores the newest."""
 
-    def __init__(self, directory: str | Path, config: Config, every: int, data: dict | None = None):
-        """``data``: the :func:`fingerprint` of the datasets, saved and checked on restore."""
+    clock = staticmethod(time.monotonic)  # s; what the interval is measured by
+
+    def __init__(
+        self,
+        directory: str | Path,
+        config: Config,
+        every: int,
+        data: dict | None = None,
+        *,
+        min_interval_s: float | None = None,
+    ):
+        """``data``: the :func:`fingerprint` of the datasets, saved and checked on restore.
+        ``min_interval_s``: seconds at least between two periodic checkpoints, the first
+        counted from this call; None: :data:`MIN_INTERVAL_S`."""
         import orbax.checkpoint as ocp
 
         self._ocp = ocp
@@ -102,6 +121,8 @@ class Checkpointer:
         self.config = config
         self.every = every
         self.data = data
+        self.min_interval_s = MIN_INTERVAL_S if min_interval_s is None else min_interval_s
+        self.saved_at = self.clock()
         quiet_storage(self.directory / LOG)
         try:
             self.manager = ocp.CheckpointManager(
@@ -113,12 +134,14 @@ class Checkpointer:
             ) from None
 
     def __call__(self, state: TrainState, host: HostState) -> None:
-        """Save every ``every`` blocks, after the last block and at an early stop (so a
+        """Save every ``every`` blocks once ``min_interval_s`` have passed since the
+        previous checkpoint, and always after the last block and at an early stop (so a
         finished fit restores as finished)."""
         done = len(host.history)
         last = -(-self.config.steps // self.config.sync_interval)
         stopped = all(p.stopped for p in host.plateaus)
-        if done % self.every == 0 or done >= last or stopped:
+        due = done % self.every == 0 and self.clock() - self.saved_at >= self.min_interval_s
+        if due or done >= last or stopped:
             self.save(state, host)
 
     def save(self, state: TrainState, host: HostState) -> None:
@@ -137,6 +160,7 @@ class Checkpointer:
         try:
             self.manager.save(step, args=args)
             self.manager.wait_until_finished()
+            self.saved_at = self.clock()
             self._drop_previous()  # this run's first checkpoint is whole
         except Exception as err:  # noqa: BLE001 - disk full, read-only: orbax and tensorstore
             # raise OSError, ValueError or bare Exception; the previous checkpoint is whole

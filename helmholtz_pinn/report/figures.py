@@ -73,14 +73,89 @@ PARTS = {"G'": np.real, "G''": np.imag}  # name -> part of the complex modulus
 
 
 def _figure(fig: Figure | None, n_rows: int, n_cols: int, panel=PANEL) -> Figure:
-    """``fig`` (resized) or a new pyplot figure, constrained layout, for a panel grid."""
+    """``fig`` (resized) or a new pyplot figure for a panel grid, without a layout engine
+    (:func:`_arrange` places the panels)."""
     size = (panel[0] * n_cols, panel[1] * n_rows)
     if fig is None:
         import matplotlib.pyplot as plt
 
-        return plt.figure(figsize=size, layout="constrained")
+        return plt.figure(figsize=size, layout="none")
     fig.set_size_inches(*size)
-    fig.set_layout_engine("constrained")
+    fig.set_layout_engine("none")
+    return fig
+
+
+# Room around the panels, inches, at the sizes of STYLE (points / 72): the y axis (tick
+# labels, wider on a log axis: "6x10^-4", and each line of its label), the x axis
+# (ticks, tick labels, label), one title line, a colour bar beside its map (gap, bar,
+# ticks and labels of up to five characters, its label), the figure's title and the
+# caption under it.
+Y_AXIS, Y_LOG, Y_LINE, X_AXIS, TITLE_LINE, GAP = 0.42, 0.62, 0.15, 0.42, 0.16, 0.1
+BAR_GAP, BAR_WIDTH, COLORBAR = 0.07, 0.1, 0.8
+SUPTITLE, CAPTION = 0.3, 0.2
+
+
+def _colorbar(ax, im, label: str, beside=None):
+    """A colour bar for ``im`` labelled ``label``, at the right of the map's drawn box (of
+    ``beside``, the last map of a row, for a colour bar shared by the row), 0.9 of its
+    height: it follows the box where a map's aspect ratio leaves its panel wider."""
+    from matplotlib.transforms import Bbox
+
+    fig, beside = ax.figure, beside or ax
+
+    def place(cax, renderer):
+        box = beside.get_position(original=False)
+        w, _ = fig.get_size_inches()
+        return Bbox.from_bounds(
+            box.x1 + BAR_GAP / w, box.y0 + 0.05 * box.height, BAR_WIDTH / w, 0.9 * box.height
+        )
+
+    cax = fig.add_axes((0, 0, 0, 0), label="<colorbar>")
+    cax.set_axes_locator(place)
+    bar = fig.colorbar(im, cax=cax, label=label)
+    cax.yaxis.get_offset_text().set_horizontalalignment("left")  # "1e-6": off the map
+    return bar
+
+
+def _arrange(fig: Figure) -> Figure:
+    """Place the panel grid by fixed margins from what the figure holds (a fixed layout
+    computed from the grid, its titles' lines, the y labels' lines, its colour bars, a
+    figure title and a caption), without measuring any text: left of each panel its y
+    axis, below it its x axis (where it has an x label), above it its title, right of it
+    its colour bar (or, for colour bars shared by a row, right of the row)."""
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    if not panels:
+        return fig
+    grid = panels[0].get_gridspec()
+    n_rows, n_cols = grid.get_geometry()
+    w, h = fig.get_size_inches()
+    bars = len(fig.axes) - len(panels)
+    each = bars >= len([ax for ax in panels if ax.get_images()]) and bars > 0
+    y_lines = max(ax.get_ylabel().count("\n") + 1 for ax in panels)
+    log = any(ax.get_yscale() == "log" for ax in panels)
+    y_axis = (Y_LOG if log else Y_AXIS) + Y_LINE * y_lines
+    titles = max((ax.get_title().count("\n") + 1 if ax.get_title() else 0) for ax in panels)
+    title = TITLE_LINE * titles + GAP
+    x_axis = X_AXIS if any(ax.get_xlabel() for ax in panels) else GAP
+    inner = [ax for ax in panels if ax.get_subplotspec().rowspan.stop < n_rows]
+    inner_x = X_AXIS if any(ax.get_xlabel() for ax in inner) else GAP
+    right = COLORBAR if bars else GAP * 2
+    gap_x = y_axis + (COLORBAR if each else GAP)
+    gap_y = inner_x + title
+    top = title + (SUPTITLE if fig.get_suptitle() else 0)
+    bottom = x_axis + (CAPTION if fig.get_supxlabel() else 0)
+    width = max((w - y_axis - right - (n_cols - 1) * gap_x) / n_cols, 0.1)
+    height = max((h - top - bottom - (n_rows - 1) * gap_y) / n_rows, 0.1)
+    grid.update(
+        left=y_axis / w,
+        right=1 - right / w,
+        bottom=bottom / h,
+        top=1 - top / h,
+        wspace=gap_x / width,
+        hspace=gap_y / height,
+    )
+    for ax in panels:  # GridSpec.update moves the axes of pyplot's figures only
+        ax.set_position(ax.get_subplotspec().get_position(fig))
     return fig
 
 
@@ -141,8 +216,8 @@ def _image(ax, img, cmap, where, vmin=None, vmax=None):
 def _panel(ax, img, title, cmap, label, where, vmin=None, vmax=None):
     """A map with its title and its own colour bar labelled ``label`` (with the unit)."""
     im = _image(ax, img, cmap, where, vmin, vmax)
-    ax.set_title(title)
-    ax.figure.colorbar(im, ax=ax, shrink=0.9, label=label)
+    ax.set_title(title, y=1.0)  # a fixed place: no search for top tick labels
+    _colorbar(ax, im, label)
     return im
 
 
@@ -276,7 +351,7 @@ def wave_figure(
                     _panel(axes[r, f], image, f"|u| {at}", CMAP_MAGNITUDE, "|u| (data unit)",
                            where, 0, amp)  # fmt: skip
         _note(fig, u.shape[2:])
-    return fig
+    return _arrange(fig)
 
 
 def modulus_figure(
@@ -323,7 +398,7 @@ def modulus_figure(
                 title = f"{what}\n{stat}"
                 _panel(axes[i, 2], err, title, CMAP_ERROR, label, where, 0, vmax)
         _note(fig, est.shape, None if at else frequency_index)
-    return fig
+    return _arrange(fig)
 
 
 def comparison_figure(
@@ -363,8 +438,8 @@ def comparison_figure(
         axes = fig.subplots(n_rows, n_cols, squeeze=False)
         for ax, (name, img) in zip(axes[0], panels, strict=True):
             im = _image(ax, img, CMAP_MODULUS, where, *lim)
-            ax.set_title(f"{name}{'' if name == 'true' else ':'} G'{at} ({unit})")
-        fig.colorbar(im, ax=axes[0, :], shrink=0.9, label=f"G' ({unit})")
+            ax.set_title(f"{name}{'' if name == 'true' else ':'} G'{at} ({unit})", y=1.0)
+        _colorbar(axes[0, 0], im, f"G' ({unit})", beside=axes[0, -1])
         if t is not None:
             errors = {name: _error(img, t, "G'", unit) for name, img in storage.items()}
             vmax = max((e[4] or 0) for e in errors.values()) or None
@@ -381,10 +456,10 @@ def comparison_figure(
             )
             for ax, (name, (err, _, stat, _, _)) in zip(axes[1, 1:], errors.items(), strict=True):
                 im = _image(ax, err, CMAP_ERROR, where, 0, vmax)
-                ax.set_title(f"{name}: {stat}")
-            fig.colorbar(im, ax=axes[1, :], shrink=0.9, label=label)
+                ax.set_title(f"{name}: {stat}", y=1.0)
+            _colorbar(axes[1, 0], im, label, beside=axes[1, -1])
         _note(fig, shape, None if at else frequency_index)
-    return fig
+    return _arrange(fig)
 
 
 def uncertainty_figure(
@@ -424,7 +499,7 @@ def uncertainty_figure(
         title, top = f"std / |mean| of G'{at}\nmedian {_median(cv):.1f} %", _error_limit(cv)
         _panel(ax[2], cv, title, CMAP_ERROR, "std / |mean| (%)", where, 0, top)
         _note(fig, shape, None if at else frequency_index)
-    return fig
+    return _arrange(fig)
 
 
 # ---------------------------------------------------------------- training curves, save_all
@@ -475,7 +550,7 @@ def loss_figure(history: Sequence[dict], *, fig: Figure | None = None) -> Figure
             ax.text(
                 0.5, 0.5, "no training history", ha="center", va="center", transform=ax.transAxes
             )
-            return fig
+            return _arrange(fig)
         steps = np.array([h["step"] for h in history], dtype=float)
         members = 1
         for key, (label, colour) in LOSSES.items():
@@ -493,7 +568,7 @@ def loss_figure(history: Sequence[dict], *, fig: Figure | None = None) -> Figure
             axes[1].set_yscale("log")
             axes[1].set_ylabel("learning rate\n(nondimensional)")
             axes[1].grid(alpha=0.3, which="both", lw=0.5)
-    return fig
+    return _arrange(fig)
 
 
 def misfit_figure(
@@ -525,7 +600,7 @@ def misfit_figure(
             img = _section(misfit[f], None)
             _panel(axes[f], img, title, "magma", "% of the field's RMS", where, 0, top or 1.0)
         _note(fig, misfit.shape[1:])
-    return fig
+    return _arrange(fig)
 
 
 def caption(facts: Mapping, config=None, *, data_only: bool = False) -> str:
@@ -600,6 +675,6 @@ def save_all(
         if text:
             with _style():
                 fig.supxlabel(text, fontsize=STYLE["xtick.labelsize"], color="0.3")
-        fig.savefig(out / name, dpi=DPI)
+        _arrange(fig).savefig(out / name, dpi=DPI)
         paths.append(out / name)
     return paths

@@ -145,17 +145,12 @@ def test_killed_batch_resumes_to_the_same_modulus(phantom, tmp_path):
     args += ["--max-members-per-chunk", "1", "--no-progress"]
     files = [str(phantom), str(other)]
     killed = tmp_path / "killed"
+    every_block = (  # a checkpoint every 2 blocks, however soon (checkpoints.MIN_INTERVAL_S)
+        "import sys; from helmholtz_pinn.fit import checkpoints; checkpoints.MIN_INTERVAL_S = 0; "
+        "from helmholtz_pinn.cli.commands import main; sys.exit(main(sys.argv[1:]))"
+    )
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "helmholtz_pinn.cli",
-            "invert",
-            *files,
-            "--out",
-            str(killed),
-        ]
-        + args,
+        [sys.executable, "-c", every_block, "invert", *files, "--out", str(killed)] + args,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -250,3 +250,22 @@ def test_a_target_s_size_is_the_diameter_of_its_widest_section():
     h = np.array([1e-3, 1e-3, 1e-3])
     assert abs(target_sizes(volume, h)["2"] - 10) < 0.6
     assert target_sizes(volume, h)["2"] == target_sizes(volume[..., 2], h[:2])["2"]
+
+
+def test_the_figures_modules_load_in_a_background_thread():
+    """What ``invert`` on a GPU imports while the fit runs (matplotlib for the figures):
+    loaded by the returned thread, not by the caller; a module that cannot be imported
+    is left to its user (no error in the thread)."""
+    code = textwrap.dedent(
+        """
+        import sys, threading
+        from helmholtz_pinn.cli import commands as c
+        assert "matplotlib" not in sys.modules
+        thread = c._import_in_background((*c.FIGURE_MODULES, "no_such_module"))
+        assert thread is not threading.current_thread()
+        thread.join()
+        print(all(m in sys.modules for m in c.FIGURE_MODULES))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr

@@ -118,6 +118,7 @@ def test_a_read_only_output_folder_is_refused_before_training(files, tmp_path, m
 
 def test_a_full_disk_while_checkpointing_stops_with_one_line(files, tmp_path, monkeypatch):
     save = ocp.CheckpointManager.save
+    monkeypatch.setattr(checkpoints, "MIN_INTERVAL_S", 0.0)  # a checkpoint every block
 
     def second_fails(self, step, *a, **k):
         if step > 5:

@@ -12,6 +12,7 @@ from settings import SMALL, plane_wave_dataset, plane_wave_slices, volume
 
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import CheckpointError, ConfigError, OutputError
+from helmholtz_pinn.fit import checkpoints
 from helmholtz_pinn.fit.inversion import invert
 
 CFG = Config(**{**SMALL, "checkpoint_every": 1})  # 2 blocks of 5 steps, saved after each
@@ -19,6 +20,14 @@ RUN = dict(progress=False, devices=1)
 pytestmark = pytest.mark.filterwarnings(
     "ignore::helmholtz_pinn.assess.fit_checks.FitQualityWarning"
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def every_block():
+    """These tests need the checkpoints of every block: no interval between them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(checkpoints, "MIN_INTERVAL_S", 0.0)
+        yield
 
 
 def _stop_after_first_block(record):
@@ -422,3 +431,33 @@ def test_a_failed_background_write_raised_again_at_close_is_still_one_line(
     with pytest.raises(OutputError, match="cannot write checkpoint .*: No space left on device"):
         invert(data, CFG, checkpoint_dir=folder, **RUN)
     assert not list(folder.glob("*.orbax-checkpoint-tmp*"))
+
+
+def test_periodic_checkpoints_wait_for_the_interval_and_a_resume_continues_the_last(
+    data, tmp_path, monkeypatch
+):
+    """A clock that moves 10 s a block, checkpoints every block but 25 s apart at least:
+    a fit stopped after block 6 (by its callback: no final checkpoint) saved block 4 only
+    (the first due 25 s after the start); its resume continues from there, waits 25 s
+    again from its own start, and saves the last block, 8, which always saves."""
+    now, saved, stop_at = [0.0], [], [30]
+    save = checkpoints.Checkpointer.save
+
+    def spy(self, state, host):
+        saved.append(host.history[-1]["step"])
+        save(self, state, host)
+
+    def tick(record):
+        now[0] += 10.0
+        return record["step"] in stop_at
+
+    monkeypatch.setattr(checkpoints, "MIN_INTERVAL_S", 25.0)
+    monkeypatch.setattr(checkpoints.Checkpointer, "clock", staticmethod(lambda: now[0]))
+    monkeypatch.setattr(checkpoints.Checkpointer, "save", spy)
+    folder, cfg = tmp_path / "checkpoints", CFG.replace(steps=40)  # 5 steps a block
+    invert(data, cfg, checkpoint_dir=folder, callback=tick, **RUN)
+    assert saved == [20]
+    stop_at.clear()
+    res = invert(data, cfg, checkpoint_dir=folder, resume=True, callback=tick, **RUN)
+    assert res.metrics["resumed_from_step"] == 20 and res.metrics["steps"] == 40
+    assert saved == [20, 40]

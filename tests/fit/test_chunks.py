@@ -12,7 +12,7 @@ from settings import SMALL, plane_wave_slices
 from helmholtz_pinn.cli.parser import config_from, parse_args
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError
-from helmholtz_pinn.fit import memory
+from helmholtz_pinn.fit import checkpoints, memory
 from helmholtz_pinn.fit.inversion import invert
 from helmholtz_pinn.fit.plan import program
 
@@ -21,6 +21,14 @@ RUN = dict(progress=False, devices=1, slicewise=True, force=True)
 pytestmark = pytest.mark.filterwarnings(
     "ignore::helmholtz_pinn.assess.fit_checks.FitQualityWarning"
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def every_block():
+    """These tests need the checkpoints of every block: no interval between them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(checkpoints, "MIN_INTERVAL_S", 0.0)
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -339,3 +339,63 @@ def test_a_three_component_wave_figure_shows_every_component():
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert len(titles) == ds.n_comp * ds.n_freq
     assert {t.rsplit("component ", 1)[1] for t in titles} == {"0", "1", "2"}
+
+
+def _boxes(fig):
+    """(owner, window extent) of every drawn element that the layout places: each axes'
+    box, title, axis labels and visible tick labels, and the figure's title and caption."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    out = [("figure", t.get_window_extent()) for t in (fig._suptitle, fig._supxlabel) if t]
+    for i, ax in enumerate(fig.axes):
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label]
+        for axis in (ax.xaxis, ax.yaxis):  # the drawn ticks: those in the view
+            lo, hi = sorted(axis.get_view_interval())
+            ticks = zip(axis.get_major_ticks(), axis.get_majorticklocs(), strict=False)
+            texts += [t for tick, at in ticks if lo <= at <= hi for t in (tick.label1, tick.label2)]
+        out.append((i, ax.get_window_extent()))
+        out += [(i, t.get_window_extent()) for t in texts if t.get_visible() and t.get_text()]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["modulus", "wave", "comparison", "loss", "misfit", "3-d"])
+def test_no_title_label_or_colour_bar_overlaps_another_panel(kind):
+    """The fixed layout (no layout engine measures the text): no element of one panel (or
+    colour bar) overlaps one of another, or the figure's title or caption, and every one
+    lies inside the figure; two-line titles and a caption included."""
+    from helmholtz_pinn.io.dataset import example
+
+    ds = _dataset(grid=(10, 12, 5), n_freq=1) if kind == "3-d" else _dataset()
+    slab = example("elastic-two-ellipse-slice")
+    mu = _fake_result(ds).mu
+    fig = {
+        "modulus": lambda: figures.modulus_figure(mu, ds, fig=Figure()),
+        "3-d": lambda: figures.modulus_figure(mu, ds, fig=Figure()),
+        "wave": lambda: figures.wave_figure(
+            slab.u, slab.frequency, spacing=slab.spacing, component=None, fig=Figure()
+        ),
+        "comparison": lambda: figures.comparison_figure(
+            {"PINN": mu, "AHI": ds.mu[0] * 1.3}, ds, fig=Figure()
+        ),
+        "loss": lambda: figures.loss_figure(_batched_history(4), fig=Figure()),
+        "misfit": lambda: figures.misfit_figure(
+            np.abs(mu / ds.mu - 1),
+            ds.frequency,
+            spacing=ds.spacing,
+            noise=[0.1, 0.1],
+            fig=Figure(),
+        ),
+    }[kind]()
+    assert fig.get_layout_engine() is None
+    fig.supxlabel("PINN, law voigt, 5000 steps; input a/long/path/to/the/data.npz", fontsize=7.5)
+    figures._arrange(fig)
+    boxes = _boxes(fig)
+    whole = fig.bbox
+    for owner, box in boxes:
+        assert box.x0 >= whole.x0 - 1 and box.x1 <= whole.x1 + 1, (kind, owner, box)
+        assert box.y0 >= whole.y0 - 1 and box.y1 <= whole.y1 + 1, (kind, owner, box)
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1 :]:
+            if a != b:
+                assert not box_a.padded(-1).overlaps(box_b), (kind, a, b, box_a, box_b)
