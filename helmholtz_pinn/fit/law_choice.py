@@ -157,9 +157,8 @@ def _judges_on_wave(plan: Plan) -> bool:
     """Whether the first fit's wave judges the laws (:func:`_judged`): one dataset whose
     form's auxiliary field (the pressure of a 2-D elastic slice) is not an output of the
     mu-network."""
-    if plan.stacked:
-        return False
-    return not (plan.spec.aux_channels and plan.spec.aux_network == "mu")
+    spec = plan.spec
+    return not plan.stacked and not (spec.aux_channels and spec.aux_network == "mu")
 
 
 def _judged(t: Trained) -> dict[str, float] | None:
