@@ -145,16 +145,13 @@ def _save_chunk_size(folder: Path, size: int) -> None:
     (folder / CHUNKS_FILE).write_text(json.dumps({"datasets_per_chunk": size}))
 
 
-def _fit_chunk(preps, plan: Plan, callback, progress, ckpt, beside=()):
+def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     """Members, placement (the plan's), checkpoints (``ckpt``: folder or None, data
     fingerprint, resume mode), the host loop, the L-BFGS phase; returns (host state,
     history, resume facts, the L-BFGS phase's compiled program or None). Every problem
-    is padded to the plan's voxel rows (one compiled program for every chunk).
-    ``beside``: callables ``(state, problem)`` started after the block's compile, beside
-    the L-BFGS phase's (other compiles in the background)."""
+    is padded to the plan's voxel rows (one compiled program for every chunk)."""
     spec, where, cfg = plan.spec, plan.placement, plan.config
-    stack = _stack_laws if spec.paired_laws else _stack_members
-    state, problem, members = stack(preps, plan)
+    state, problem, members = _stack_members(preps, plan)
     block = placement.compile_block(spec, cfg.sync_interval, where)
     if plan.tf32_steps:
         block = placement.Scheduled(block, plan.tf32_steps)
@@ -162,14 +159,11 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt, beside=()):
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, plan.settings(), data, resume, state)
     compiling = None  # the L-BFGS phase compiles while Adam trains
-    if plan.runs_lbfgs or beside:
-        block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
     if plan.runs_lbfgs:
+        block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
         compiling = placement.lbfgs_ahead(
             spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )
-    for start in beside:
-        start(state, problem)
     before = 0 if host is None else len(host.history)
     if callback is not None and where.padded_members != members:  # it sees real members only
         callback = _members_only(callback, slice(0, members))
@@ -246,76 +240,6 @@ def _stack_members(preps, plan: Plan):
         return train.stack_trees(seeds * len(preps)), problem, len(preps) * e
     state, members = (train.stack_trees(seeds), e) if e > 1 else (seeds[0], 0)
     return state, p.problem, members
-
-
-def _stack_laws(preps, plan: Plan):
-    """(state, problem, members): one dataset's fit under every law of
-    ``plan.spec.paired_laws``, stacked on a leading member axis over one shared problem:
-    every member from the same seed (the law's fit alone starts from it), member k's
-    ``consts["law"]`` = k."""
-    p, cfg = preps[0], plan.config
-    seed = jax.device_get(
-        train.init_state(
-            p.spec, cfg.seed, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
-        )
-    )
-    n = len(plan.spec.paired_laws)
-    members = [seed._replace(consts={**seed.consts, "law": np.int32(k)}) for k in range(n)]
-    return train.stack_trees(members), p.problem, n
-
-
-def fit_laws(
-    dataset: Dataset, plans: list[Plan], pair: Plan, *, callback, progress, ckpt
-) -> list[Fitted]:
-    """One dataset fitted under the laws of ``plans`` (one plan each, alike but for the
-    law): their Adam steps as the members of one program, planned by ``pair``
-    (:func:`helmholtz_pinn.fit.plan.paired`), then each law's L-BFGS phase by its own
-    program (compiled in the background while Adam trains; it continues a kept phase,
-    :func:`continue_lbfgs`). Returns each law's :class:`Fitted` as its fit alone gives it:
-    its member's state (without the law index), maps, history, run facts and phase.
-    ``ckpt`` as for :func:`fit_members` (the pair's folder)."""
-    prep = prepare(dataset, **pair.problem_settings())
-    phases = [_LawPhase(p) for p in plans]
-    adam = dataclasses.replace(pair, lbfgs_steps=0)
-    beside = [phase.start for phase in phases if phase.plan.runs_lbfgs]
-    state, history, resumed, _ = _fit_chunk([prep], adam, callback, progress, ckpt, beside)
-    resumed.pop("trained_blocks", None)
-    out = []
-    for k, (plan, phase) in enumerate(zip(plans, phases, strict=True)):
-        one = jax.tree.map(lambda a, k=k: a[k], state)
-        one = one._replace(consts={n: c for n, c in one.consts.items() if n != "law"})
-        own = dataclasses.replace(prep, spec=plan.spec)
-        facts, program = dict(resumed), None
-        if plan.lbfgs_steps:
-            placed, problem = placement.place(one, prep.problem, plan.placement)
-            placed, facts["lbfgs"], program = _lbfgs(placed, problem, phase.future, plan, 0)
-            one = placement.gather(placed, plan.placement)
-        history_k = [host_loop.member_record(r, k) for r in history]
-        out.append(
-            Fitted([_maps(one, own, dataset)], [_light(own)], one, history_k, plan, facts, program)
-        )
-    return out
-
-
-class _LawPhase:
-    """A law's own L-BFGS program (:func:`placement.compile_lbfgs` of its ``plan``):
-    :meth:`start` compiles it in a background thread (``future``) from the shapes of one
-    member of a paired state."""
-
-    def __init__(self, plan: Plan):
-        self.plan, self.future = plan, None
-
-    def start(self, state, problem) -> None:
-        def one(a):
-            return jax.ShapeDtypeStruct(a.shape[1:], a.dtype, weak_type=a.weak_type)
-
-        member = jax.tree.map(one, state)
-        member = member._replace(consts={n: c for n, c in member.consts.items() if n != "law"})
-        shared = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), problem)
-        cfg, where = self.plan.config, self.plan.placement
-        self.future = placement.lbfgs_ahead(
-            self.plan.spec, self.plan.lbfgs_steps, cfg.lbfgs_points, where, member, shared
-        )
 
 
 @contextlib.contextmanager

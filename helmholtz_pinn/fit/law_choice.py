@@ -15,16 +15,15 @@ import time
 import warnings
 from collections.abc import Sequence
 
-import jax
 import numpy as np
 
 from helmholtz_pinn.assess import laws
 from helmholtz_pinn.fit import chunks
 from helmholtz_pinn.fit.admission import Admitted
-from helmholtz_pinn.fit.plan import Plan, paired
+from helmholtz_pinn.fit.plan import Plan
 from helmholtz_pinn.fit.results import results
 from helmholtz_pinn.fit.run_facts import member_law_facts
-from helmholtz_pinn.fit.training import Trained, train, train_laws
+from helmholtz_pinn.fit.training import Trained, train
 from helmholtz_pinn.pinn import law_judge
 from helmholtz_pinn.pinn.problem import prepare
 from helmholtz_pinn.pinn.train import unstack_tree
@@ -44,23 +43,15 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
       seed's, the worst spread) (:mod:`helmholtz_pinn.pinn.law_judge`);
       where their spreads separate the laws (:func:`laws.choice`) and keep the law fitted,
       its fit is the result (one fit);
-    - one dataset whose wave cannot judge (the pressure of a 2-D elastic slice is an
-      output of the mu-network), on a GPU (:data:`PAIRED_BACKENDS`): every law's Adam
-      steps at once, as the members of one program, then each law's L-BFGS phase
-      (:func:`helmholtz_pinn.fit.plan.paired`; each law's fit is the one it gives alone,
-      from the same seed), where one program can hold them;
-    - otherwise the next law is fitted too;
-
-    in the last two cases the laws are judged by each fit's own ``law_spread`` (the worst
-    over a batch), as :func:`laws.choice` says (with ``determined``; if not,
-    ``map_difference``, how far the two laws' G' maps differ).
+    - otherwise the next law is fitted too and the laws are judged by each fit's own
+      ``law_spread`` (the worst over a batch), as :func:`laws.choice` says (with
+      ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
 
     The kept law's map is the one that law's fit gives alone (its fit is the one run).
-    A checkpoint folder gets one subfolder per law (the plan's; ``laws`` for one
-    program); the warnings of a fit not kept are dropped. Every Result's ``law`` fact
-    records the choice, the spreads it was made on (``tried``), on which wave
-    (``judged_on``) and the ``fits`` run; where the first fit's wave did not decide, its
-    spreads as ``first_wave`` ({"law", "tried"}).
+    A checkpoint folder gets one subfolder per law (the plan's); the warnings of a fit
+    not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
+    was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run; where the
+    first fit's wave did not decide, its spreads as ``first_wave`` ({"law", "tried"}).
 
     The fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
@@ -74,26 +65,19 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     trained, caught = {}, {}
     t0 = time.perf_counter()
     first = plans[0].mu_model
-    pair = None if _judges_on_wave(plans[0]) or not _pays() else paired(plans)
-    judged, one = None, False
-    if pair is not None:  # no judgement on a wave: every law's fit, in one program
-        trained = _fit_laws(given, plans, pair, run, caught)
-        on = "each law's own fit (one program)"
+    trained[first] = _fit(given, plans[0], run, caught, len(plans))
+    judged = _judged(trained[first])
+    decision = None if judged is None else laws.choice(judged)
+    one = decision is not None and decision.determined and decision.kept == first
+    if one:
+        tried, on = judged, f"the {first} fit's wave"
     else:
-        trained[first] = _fit(given, plans[0], run, caught, len(plans))
-        judged = _judged(trained[first])
-        decision = None if judged is None else laws.choice(judged)
-        one = decision is not None and decision.determined and decision.kept == first
-        for plan in [] if one else plans[1:]:
+        for plan in plans[1:]:
             if run["progress"]:
                 print(f"law: fitting {plan.mu_model} to compare with {first}", file=sys.stderr)
             trained[plan.mu_model] = _fit(given, plan, run, caught, len(plans))
-        on = f"the {first} fit's wave" if one else "each law's own fit"
-    if one:
-        tried = judged
-    else:
         tried = {law: _law_spread(t) for law, t in trained.items()}
-        decision = laws.choice(tried)
+        decision, on = laws.choice(tried), "each law's own fit"
     law = decision.kept
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -130,37 +114,6 @@ def _fit(given: Admitted, plan: Plan, run: dict, caught: dict, n_laws: int) -> T
         return train(given, plan, **dict(run, progress=label))
 
 
-def _fit_laws(given: Admitted, plans: Sequence[Plan], pair: Plan, run: dict, caught: dict):
-    """Every law's fit by ``plans`` as members of one program (``pair``,
-    :func:`helmholtz_pinn.fit.plan.paired`), {law: Trained}; the program's warnings held
-    in ``caught[law]`` for every law."""
-    names = [p.mu_model for p in plans]
-    label = f"auto: {' and '.join(names)} in one program" if run["progress"] else False
-    with warnings.catch_warnings(record=True) as held:
-        warnings.simplefilter("always")
-        fits = train_laws(given, list(plans), pair, **dict(run, progress=label))
-    caught.update({law: held for law in names})
-    return dict(zip(names, fits, strict=True))
-
-
-# Where the laws' fits run as the members of one program: on a GPU a step of a slice is
-# bound by latency, so two members cost little more than one (docs/performance.md); on a
-# CPU the arithmetic is the bound and the programs' compiles compete for the cores.
-PAIRED_BACKENDS = ("gpu",)
-
-
-def _pays() -> bool:
-    return jax.default_backend() in PAIRED_BACKENDS
-
-
-def _judges_on_wave(plan: Plan) -> bool:
-    """Whether the first fit's wave judges the laws (:func:`_judged`): one dataset whose
-    form's auxiliary field (the pressure of a 2-D elastic slice) is not an output of the
-    mu-network."""
-    spec = plan.spec
-    return not plan.stacked and not (spec.aux_channels and spec.aux_network == "mu")
-
-
 def _judged(t: Trained) -> dict[str, float] | None:
     """The spread of every law of :data:`laws.ORDER` with its modulus network fitted on
     the wave of the fit ``t`` of one dataset (:func:`helmholtz_pinn.pinn.law_judge.judge`;
@@ -169,7 +122,10 @@ def _judged(t: Trained) -> dict[str, float] | None:
     2-D elastic slice) is an output of the mu-network: each law's modulus fit on the wave
     must fit that field too, and it has never separated the laws there (docs/defaults.md,
     "One fit, the laws judged on its wave")."""
-    if not _judges_on_wave(t.plan):
+    if t.plan.stacked:
+        return None
+    spec = t.plan.spec
+    if spec.aux_channels and spec.aux_network == "mu":
         return None
     state = t.fitted.state
     seeds = unstack_tree(state, len(state.step)) if np.ndim(state.step) else [state]

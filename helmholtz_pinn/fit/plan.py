@@ -24,7 +24,7 @@ import numpy as np
 
 from helmholtz_pinn.assess import laws as law_choice
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.errors import ConfigError, InputError
+from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import defaults, memory, placement
 from helmholtz_pinn.fit.defaults import (
     BATCH_SIZE,
@@ -318,31 +318,6 @@ def plans(
         mode = True if i and resume == "strict" else resume
         out.append(plan(datasets, cfg, law=law, checkpoint_dir=folder, resume=mode, **where))
     return tuple(out)
-
-
-PAIRED_FOLDER = "laws"  # the checkpoint subfolder of the laws fitted in one program
-
-
-def paired(plans: Sequence[Plan]) -> Plan | None:
-    """The plan that fits the laws of ``plans`` (one dataset's plans of a law choice,
-    alike but for the law) as members of one program: ``plans[0]`` with
-    ``spec.paired_laws`` the laws in order, one member per law on one shared problem,
-    checkpointed in ``<checkpoint_dir>/laws``; None where one program cannot hold them (a
-    batch, the slices of a volume, an ensemble, several devices, laws of different
-    channel counts: :class:`helmholtz_pinn.pinn.train.Spec`)."""
-    first, names = plans[0], tuple(p.mu_model for p in plans)
-    where = first.placement
-    alone = not first.stacked and first.ensemble == 1 and len(where.devices) == 1
-    if len(plans) < 2 or not alone or where.data_parallel:
-        return None
-    try:
-        spec = dataclasses.replace(first.spec, paired_laws=names)
-    except ConfigError:  # laws of different channel counts
-        return None
-    folder = first.checkpoint_dir
-    folder = None if folder is None else folder.parent / PAIRED_FOLDER
-    members = where._replace(members=len(plans), shared_problem=True)
-    return dataclasses.replace(first, spec=spec, placement=members, checkpoint_dir=folder)
 
 
 # --- one rule per resolved field ---------------------------------------------------

@@ -56,33 +56,3 @@ def train(given: Admitted, plan: Plan, *, callback, progress) -> Trained:
         data, given.datasets, given.keep, given.scales, given.checks, fitted, given.slicewise,
         seconds,
     )  # fmt: skip
-
-
-def train_laws(
-    given: Admitted, plans: list[Plan], pair: Plan, *, callback, progress
-) -> list[Trained]:
-    """Train one dataset of ``given`` under the laws of ``plans`` as members of one program
-    planned by ``pair`` (:func:`helmholtz_pinn.fit.plan.paired`), checkpointed in its
-    folder; one :class:`Trained` per law, as that law's fit alone gives it (each with the
-    wall time of the whole program)."""
-    t0 = time.perf_counter()
-    folder = pair.checkpoint_dir
-    prints = None if folder is None else checkpoints.fingerprint([given.data])
-    ckpt = (folder, prints, pair.resume)
-    fits = chunks.fit_laws(
-        given.datasets[0], list(plans), pair, callback=callback, progress=progress, ckpt=ckpt
-    )
-    seconds = given.seconds + time.perf_counter() - t0
-    return [
-        Trained(
-            given.data,
-            given.datasets,
-            given.keep,
-            given.scales,
-            given.checks,
-            f,
-            given.slicewise,
-            seconds,
-        )  # fmt: skip
-        for f in fits
-    ]

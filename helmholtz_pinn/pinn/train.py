@@ -76,12 +76,7 @@ class TrainState(NamedTuple):
 class Spec:
     """What the compiled program depends on, and nothing else (it keys the compile
     cache): data shapes, network sizes, PDE form, batch size and PDE weight schedule.
-    Seeds, step counts, learning rates and Fourier scales are not in it.
-
-    ``paired_laws``: empty for a fit of ``mu_model``; else laws of one channel count
-    fitted as members of one program (the law choice, :mod:`helmholtz_pinn.fit.law_choice`):
-    member m's modulus is that of law ``paired_laws[consts["law"]]`` (:func:`law_modulus`),
-    so each member is the fit its law gives alone."""
+    Seeds, step counts, learning rates and Fourier scales are not in it."""
 
     ndim: int
     n_freq: int
@@ -98,7 +93,6 @@ class Spec:
     batch_size: int
     pde_weight: float
     pde_warmup: int
-    paired_laws: tuple[str, ...] = ()
 
     def __post_init__(self):
         """The PDE form must be known (a :class:`~helmholtz_pinn.errors.ConfigError`
@@ -113,14 +107,6 @@ class Spec:
                 f"frequencies); a program needs one of {', '.join(laws.available())}"
             )
         laws.resolve(self.mu_model, self.n_freq)  # a law needing more frequencies: refused
-        channels = {
-            laws.get(law).channels(self.n_freq) for law in (self.mu_model, *self.paired_laws)
-        }
-        if self.paired_laws and (self.mu_model not in self.paired_laws or len(channels) > 1):
-            raise ConfigError(
-                f"paired_laws {self.paired_laws} must hold mu_model {self.mu_model!r} and "
-                f"laws of one channel count (got {sorted(channels)})"
-            )
 
     @property
     def form(self) -> forms.Form:
@@ -252,36 +238,21 @@ def evaluate_fields(params, consts, spec: Spec, x: jax.Array, omega_ratio: jax.A
         return forms.with_patch_axis(flat, *x.shape[:2])
     orders, depths = (spec.u_order, spec.mu_order), (spec.depth, spec.mu_depth)
     su, smu = apply_pair(params, consts, x, spec.activation, orders, depths)
-    return fields_of_jets(su, smu, spec, omega_ratio, consts.get("law"))
+    return fields_of_jets(su, smu, spec, omega_ratio)
 
 
-def law_modulus(spec: Spec, value, grad, omega_ratio, law=None):
-    """(mu' (N, F), grad mu' (d, N, F) or None) from the law channels of the mu-network
-    (value (N, K), grad (d, N, K) or None): the network modulus of ``spec.mu_model``
-    (:func:`helmholtz_pinn.laws.get`), or for ``spec.paired_laws`` that of the member's
-    law, index ``law`` (``consts["law"]``; every law is evaluated and one is selected)."""
-    if not spec.paired_laws:
-        return laws.get(spec.mu_model).network(value, grad, omega_ratio)
-    out = [laws.get(name).network(value, grad, omega_ratio) for name in spec.paired_laws]
-    mu, g = out[0]
-    for k, (mu_k, g_k) in enumerate(out[1:], start=1):
-        mu = jnp.where(law == k, mu_k, mu)
-        g = None if g is None else jnp.where(law == k, g_k, g)
-    return mu, g
-
-
-def fields_of_jets(su: jax.Array, smu: jax.Array, spec: Spec, omega_ratio: jax.Array, law=None):
+def fields_of_jets(su: jax.Array, smu: jax.Array, spec: Spec, omega_ratio: jax.Array):
     """The :class:`helmholtz_pinn.pinn.forms.Fields` from the jet stacks of the u- and
     mu-networks at N points (:func:`helmholtz_pinn.pinn.model.apply_jet`, of orders
     ``spec.u_order`` and ``spec.mu_order``): u' from the first 2 F C channels of the
-    u-network, mu' from the law's channels of the mu-network (:func:`law_modulus`; ``law``
-    the member's law index of a paired program), the form's auxiliary fields from the
-    network that carries them (``spec.aux_network``)."""
+    u-network, mu' from the law's channels of the mu-network
+    (:func:`helmholtz_pinn.laws.get`), the form's auxiliary fields from the network that
+    carries them (``spec.aux_network``)."""
     ju = split_jet(su, spec.ndim, spec.u_order)
     jm = split_jet(smu, spec.ndim, spec.mu_order)
     n_mu = laws.get(spec.mu_model).channels(spec.n_freq)
     grad_m = None if jm.grad is None else jm.grad[..., :n_mu]
-    mu, grad_mu = law_modulus(spec, jm.value[..., :n_mu], grad_m, omega_ratio, law)
+    mu, grad_mu = laws.get(spec.mu_model).network(jm.value[..., :n_mu], grad_m, omega_ratio)
     to_u = functools.partial(scaling.u_complex, n_freq=spec.n_freq, n_comp=spec.n_comp)
     to_a = functools.partial(scaling.u_complex, n_freq=spec.n_freq, n_comp=spec.form.aux)
     n_u = 2 * spec.n_freq * spec.n_comp

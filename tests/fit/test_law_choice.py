@@ -60,31 +60,3 @@ def test_a_slice_of_three_components_fits_both_laws_without_the_judge(monkeypatc
     law = result.metrics["law"]
     assert (law["fits"], law["judged_on"]) == (2, "each law's own fit")
     assert "first_wave" not in law
-
-
-def test_a_slices_laws_in_one_program_keep_the_law_and_map_of_two_fits(monkeypatch):
-    """Where the wave cannot judge, the laws' Adam steps run as the members of one program
-    (on a GPU; here forced on the CPU) and each law's L-BFGS phase by its own program: the
-    same law is kept, with the same spreads and the same map as fitting the laws one after
-    the other (to float32 rounding: the members' matmuls are batched), its phase
-    continued alike."""
-    from helmholtz_pinn.fit import law_choice, plan
-    from helmholtz_pinn.io.dataset import example
-
-    monkeypatch.setattr(plan, "AUTO_LBFGS_STEPS", 5)
-    monkeypatch.setattr(plan, "LBFGS_STEPS", 15)
-    data = example("elastic-two-ellipse-slice")
-    tiny = dict(SMALL, mu_model="auto", mu_ref=None, steps=20, lbfgs_from=10, lbfgs_steps=None)
-    monkeypatch.setattr(law_choice, "PAIRED_BACKENDS", ("cpu",))
-    one = inversion.invert(data, progress=False, **tiny)
-    monkeypatch.setattr(law_choice, "PAIRED_BACKENDS", ())
-    two = inversion.invert(data, progress=False, **tiny)
-    a, b = one.metrics["law"], two.metrics["law"]
-    assert a["judged_on"] == "each law's own fit (one program)"
-    assert b["judged_on"] == "each law's own fit"
-    assert a["mu_model"] == b["mu_model"] and a["fits"] == b["fits"] == 2
-    for law in laws.ORDER:
-        assert a["tried"][law] == pytest.approx(b["tried"][law], rel=1e-3)
-    assert one.metrics["lbfgs"]["steps"] == two.metrics["lbfgs"]["steps"] == 15
-    np.testing.assert_allclose(one.mu, two.mu, rtol=1e-4)
-    assert len(one.history) == len(two.history)
