@@ -489,6 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     go.add_argument(
         "--baselines", nargs="*", choices=("ahi-smoothed", "curl-mdev"),
         default=["ahi-smoothed", "curl-mdev"],
+        help="classical maps run beside (default: both; the flag alone: none)",
     )  # fmt: skip
     go.add_argument("--data", help="folder caching the simulated members (.npz)")
     rep = sub.add_parser("report", help="markdown tables per class of records")
