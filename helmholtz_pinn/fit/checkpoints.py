@@ -97,23 +97,14 @@ def _fmt(values: list) -> str:
 
 
 class Checkpointer:
-    """Saves every ``every`` blocks, ``min_interval_s`` apart at least (as the host loop's
-    ``on_block``), and restores the newest."""
+    """Saves every ``every`` blocks, :data:`MIN_INTERVAL_S` apart at least (as the host
+    loop's ``on_block``), and restores the newest."""
 
     clock = staticmethod(time.monotonic)  # s; what the interval is measured by
 
-    def __init__(
-        self,
-        directory: str | Path,
-        config: Config,
-        every: int,
-        data: dict | None = None,
-        *,
-        min_interval_s: float | None = None,
-    ):
+    def __init__(self, directory: str | Path, config: Config, every: int, data: dict | None = None):
         """``data``: the :func:`fingerprint` of the datasets, saved and checked on restore.
-        ``min_interval_s``: seconds at least between two periodic checkpoints, the first
-        counted from this call; None: :data:`MIN_INTERVAL_S`."""
+        The first periodic checkpoint's interval counts from this call."""
         import orbax.checkpoint as ocp
 
         self._ocp = ocp
@@ -121,7 +112,6 @@ class Checkpointer:
         self.config = config
         self.every = every
         self.data = data
-        self.min_interval_s = MIN_INTERVAL_S if min_interval_s is None else min_interval_s
         self.saved_at = self.clock()
         quiet_storage(self.directory / LOG)
         try:
@@ -134,13 +124,13 @@ class Checkpointer:
             ) from None
 
     def __call__(self, state: TrainState, host: HostState) -> None:
-        """Save every ``every`` blocks once ``min_interval_s`` have passed since the
+        """Save every ``every`` blocks once :data:`MIN_INTERVAL_S` have passed since the
         previous checkpoint, and always after the last block and at an early stop (so a
         finished fit restores as finished)."""
         done = len(host.history)
         last = -(-self.config.steps // self.config.sync_interval)
         stopped = all(p.stopped for p in host.plateaus)
-        due = done % self.every == 0 and self.clock() - self.saved_at >= self.min_interval_s
+        due = done % self.every == 0 and self.clock() - self.saved_at >= MIN_INTERVAL_S
         if due or done >= last or stopped:
             self.save(state, host)
 
