@@ -14,7 +14,10 @@ sampling, and ``|k|^2 = |sum_j k_j^2| = rho omega^2 / |mu|``: the wavelength
 ``lambda = 2 pi / |k|`` (m) is the one ``sqrt(|mu| / rho) / f`` of the data's effective
 modulus. A field made of several plane waves of one wavenumber (standing waves, waves
 from several drivers) gives their power-weighted quotient; heterogeneous tissue, the
-power-weighted mean of ``|k|^2``. Sums run over every component of a frequency (one
+power-weighted mean of ``|k|^2``. The through-plane share ``|k_2^2| / sum_j |k_j^2|``
+(3-D grids) says how much of the wave's curvature runs along the slice axis: 0 for
+waves in the slice plane, 1/3 for a wave field isotropic in 3-D, 1 for a wave
+travelling through the slices. Sums run over every component of a frequency (one
 quotient per frequency), inside the mask, on finite values only (NaN background).
 
 White noise of RMS sigma per voxel adds ``2 sigma^2`` per voxel to the numerator's sum
@@ -47,17 +50,29 @@ class Wavelength(NamedTuple):
     """Per frequency, shape (F,): ``metres`` the shear wavelength (m), ``voxels`` the
     same in voxels (the mean in-plane voxel size, grid axes 0 and 1), ``power_used`` the
     fraction of the mask's field power left after the noise is subtracted (near 1 for
-    clean data; NaN where no estimate was possible)."""
+    clean data), ``through_plane`` the share of ``|k|^2`` along grid axis 2 (module doc;
+    NaN on 2-D grids and where axis 2 has no 3 voxels in a row); NaN where no estimate
+    was possible."""
 
     metres: np.ndarray
     voxels: np.ndarray
     power_used: np.ndarray
+    through_plane: np.ndarray
 
     @property
     def shortest_voxels(self) -> float:
         """The shortest finite wavelength over the frequencies, voxels (NaN if none)."""
         finite = self.voxels[np.isfinite(self.voxels)]
         return float(finite.min()) if finite.size else float("nan")
+
+    @property
+    def through_plane_at_shortest(self) -> float:
+        """``through_plane`` at the frequency of the shortest finite wavelength (NaN if
+        none)."""
+        finite = np.isfinite(self.voxels)
+        if not finite.any():
+            return float("nan")
+        return float(self.through_plane[np.flatnonzero(finite)[np.argmin(self.voxels[finite])]])
 
     @property
     def shortest_metres(self) -> float:
@@ -94,6 +109,7 @@ def estimate(
     if denoise:
         noise2 = np.nan_to_num(stencils.noise_rms(field, valid), nan=0.0) ** 2  # (F, C)
     k2 = np.zeros(u.shape[0], complex)
+    k2_abs = np.zeros((len(grid), u.shape[0]))  # |k_j^2| per axis and frequency
     used = np.full(u.shape[0], np.nan)
     axes = 0
     for j in range(len(grid)):
@@ -115,6 +131,7 @@ def estimate(
             kh = np.arccos(1.0 - ratio.astype(complex) / 2.0)
             used = np.where(np.isnan(used), signal / den, np.fmin(used, signal / den))
         k2 = k2 + (kh / h[j]) ** 2
+        k2_abs[j] = np.abs((kh / h[j]) ** 2)
     if axes == 0:
         raise InputError(
             f"no grid axis has 3 valid voxels in a row inside the mask (grid {grid}): "
@@ -124,7 +141,12 @@ def estimate(
         metres = 2.0 * np.pi / np.sqrt(np.abs(k2))
     metres = np.where(np.isfinite(metres) & (metres > 0), metres, np.nan)
     voxel = float(np.mean(h[:2]))
-    return Wavelength(metres, metres / voxel, used)
+    through = np.full(u.shape[0], np.nan)
+    if len(grid) == 3 and grid[2] >= 3:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            through = k2_abs[2] / k2_abs.sum(axis=0)
+        through = np.where(np.isfinite(metres), through, np.nan)
+    return Wavelength(metres, metres / voxel, used, through)
 
 
 @stencils.once_per_dataset

@@ -39,6 +39,7 @@ __all__ = [
     "N_FEATURES",
     "SIGMA_FACTOR_U_2D",
     "SIGMA_FACTOR_U_3D",
+    "SIGMA_RATIO_Z",
     "SMALL_2D",
     "STEPS",
     "TUNED_VOXELS",
@@ -60,6 +61,7 @@ __all__ = [
     "pde_weight",
     "settings",
     "sigma_factor_u",
+    "sigma_ratio_z",
     "steps",
 ]
 
@@ -116,14 +118,24 @@ COARSE_2D = TUNED_VOXELS
 # 19.2 % held-out); at 10-10.5 voxels (the liver-like organs) the factor made the map
 # worse (13.4 -> 16.9 %), so the limit sits between.
 COARSE_3C = 9.0
+# Proposed: the slice axis's Fourier scale over the in-plane one (Config.sigma_ratio_z,
+# 3-D fits) for clean data as the wave's own ratio of through-plane to in-plane
+# wavenumber, sqrt(2 s / (1 - s)) for the through-plane share s of |k|^2 estimated from u
+# (wavelength.Wavelength.through_plane), held within SIGMA_RATIO_Z; noisy data (noise
+# fraction >= CLEAN_NOISE) keep the lower bound, today's 0.25 (on the -20 dB liver-like
+# tuning organ, s = 0.6, ratio 1 gave 22.9 % against 13.4 %). The slab volumes 0.25 was
+# tuned on carry s = 0.01-0.03 (ratio 0.14-0.25). Why: docs/defaults.md, "The slice
+# axis's Fourier scale".
+SIGMA_RATIO_Z = (0.25, 1.0)
 
 
 class DataFacts(NamedTuple):
     """What the data show, as the rules read it: ``voxels_per_wavelength`` (the shortest
     shear wavelength estimated from u, in mean in-plane voxels), ``wavelength_m`` (the
     same in m), ``field_of_view_m`` (the largest extent (n - 1) h, m), ``grid``,
-    ``mask_voxels``, ``noise`` (the best field's noise fraction), ``n_comp``, ``ndim`` and
-    ``n_freq``."""
+    ``mask_voxels``, ``noise`` (the best field's noise fraction), ``n_comp``, ``ndim``,
+    ``n_freq`` and ``through_plane`` (the share of |k|^2 along the slice axis at the
+    shortest wavelength, NaN in 2-D)."""
 
     voxels_per_wavelength: float
     wavelength_m: float
@@ -134,6 +146,7 @@ class DataFacts(NamedTuple):
     n_comp: int
     ndim: int
     n_freq: int
+    through_plane: float = float("nan")
 
 
 class Default(NamedTuple):
@@ -166,6 +179,7 @@ def facts_of(dataset) -> DataFacts:
         n_comp=dataset.n_comp,
         ndim=dataset.ndim,
         n_freq=dataset.n_freq,
+        through_plane=lam.through_plane_at_shortest,
     )
 
 
@@ -229,6 +243,32 @@ def sigma_factor_u(facts: DataFacts) -> Default:
         f"wavelength (< {limit:g})"
     )
     return Default(value, rule, True)
+
+
+def sigma_ratio_z(through_plane: float, noise: float) -> Default:
+    """The slice axis's Fourier scale over the in-plane one (3-D fits, both networks).
+
+    Backed: today's ``Config.sigma_ratio_z`` 0.25, the lower bound of
+    :data:`SIGMA_RATIO_Z`, for noisy data (best field's noise fraction ``noise`` at least
+    :data:`CLEAN_NOISE`), for waves in the slice plane and where there is no estimate
+    (NaN: 2-D data, fewer than 3 slices). Proposal, for clean data: the wave's
+    through-plane over its in-plane wavenumber per axis, ``sqrt(2 s / (1 - s))`` for the
+    through-plane share ``s`` of ``|k|^2`` estimated from u (``DataFacts.through_plane``),
+    held within :data:`SIGMA_RATIO_Z` (1, isotropic, from ``s`` = 1/3: a wave field
+    isotropic in 3-D); measured at the CPU size only."""
+    low, high = SIGMA_RATIO_Z
+    if not math.isfinite(through_plane):
+        return Default(low, f"{low:g}: no through-plane wavenumber estimated from u", True)
+    if noise >= CLEAN_NOISE:
+        return Default(low, f"{low:g}: noisy data (noise fraction {noise:.3g})", True)
+    s = min(max(through_plane, 0.0), 1.0)
+    own = math.sqrt(2 * s / (1 - s)) if s < 1 else math.inf
+    value = min(max(own, low), high)
+    rule = (
+        f"{value:.3g}: the wave's through-plane / in-plane wavenumber {own:.3g} (share "
+        f"{s:.3g} of |k|^2 along the slice axis), within {low:g}-{high:g}"
+    )
+    return Default(value, rule, value == low)
 
 
 def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) -> Default:
@@ -375,6 +415,7 @@ def settings(facts: DataFacts, pde: str, members: int = 1) -> dict[str, Default]
         network=network_size(facts),
         batch_size=batch_size(facts),
         pde_margin=pde_margin(facts, pde),
+        sigma_ratio_z=sigma_ratio_z(facts.through_plane, facts.noise),
         steps=steps(facts),
         learning_rate=learning_rate(facts),
         pde_weight=pde_weight(facts),
@@ -385,10 +426,12 @@ def settings(facts: DataFacts, pde: str, members: int = 1) -> dict[str, Default]
 def overrides(rules: dict[str, Default]) -> dict[str, Any]:
     """Config fields from :func:`settings` (for a run that applies every rule, the
     sweep's ``rules`` arm): sigma_u, sigma_mu, the network sizes, batch_size, pde_margin,
-    steps, learning_rate, pde_weight and lbfgs_steps 0 where the phase does not run."""
+    sigma_ratio_z, steps, learning_rate, pde_weight and lbfgs_steps 0 where the phase
+    does not run."""
     sigma_u, sigma_mu = rules["fourier"].value
     out = dict(sigma_u=sigma_u, sigma_mu=sigma_mu, **rules["network"].value)
-    for name in ("batch_size", "pde_margin", "steps", "learning_rate", "pde_weight"):
+    names = ("batch_size", "pde_margin", "sigma_ratio_z", "steps", "learning_rate", "pde_weight")
+    for name in names:
         out[name] = rules[name].value
     if not rules["lbfgs"].value:
         out["lbfgs_steps"] = 0

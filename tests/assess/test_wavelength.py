@@ -104,3 +104,19 @@ def test_a_field_without_an_axis_of_three_voxels_is_refused():
         wavelength.estimate(np.ones((1, 1, 2, 2), complex), [H, H])
     with pytest.raises(InputError, match="complex"):
         wavelength.estimate(np.ones((1, 1, 8, 8)), [H, H])
+
+
+@pytest.mark.parametrize("noise_db", [None, -20])
+@pytest.mark.parametrize("direction", [(1, 0.5, 0.0), (1, 0.5, 0.3), (0.6, 0.0, 1), (0, 0, 1)])
+def test_the_through_plane_share_is_the_wave_directions_slice_component(direction, noise_db):
+    """A plane wave along d has |k_z|^2 / |k|^2 = d_z^2 (unit d): 0 in the slice plane,
+    1 through the slices, within 0.03 at -20 dB too."""
+    u = plane_wave((32, 32, 12), 10, direction)
+    if noise_db is not None:
+        u = add_noise(u, noise_db, 3)
+    d = np.asarray(direction, float) / np.linalg.norm(direction)
+    got = wavelength.estimate(u, [H] * 3)
+    assert got.through_plane[0] == pytest.approx(d[2] ** 2, abs=0.03)
+    assert got.through_plane_at_shortest == got.through_plane[0]
+    flat = wavelength.estimate(u[..., 0], [H, H])  # 2-D: no slice axis
+    assert np.isnan(flat.through_plane).all()

@@ -19,6 +19,7 @@ def facts(**kw):
     base = dict(
         voxels_per_wavelength=17.6, wavelength_m=17.6e-3, field_of_view_m=99e-3,
         grid=(80, 100, 10), mask_voxels=80_000, noise=0.003, n_comp=3, ndim=3, n_freq=3,
+        through_plane=0.03,
     )  # fmt: skip
     return defaults.DataFacts(**{**base, **kw})
 
@@ -48,6 +49,41 @@ def test_the_tuned_region_gets_todays_values(f):
     assert rules["pde_weight"].value == Config.pde_weight == 0.1
     margin = 3 if f.ndim == 3 and f.voxels_per_wavelength < 18 else 0
     assert rules["pde_margin"].value == margin  # 1 mm slabs at 100 Hz: 3 voxels
+    assert rules["sigma_ratio_z"].value == 0.25
+
+
+@pytest.mark.parametrize(
+    ("share", "ratio"),
+    [(0.0, 0.25), (0.03, 0.25), (0.2, 0.5**0.5), (0.25, (2 / 3) ** 0.5), (1 / 3, 1.0),
+     (0.65, 1.0), (1.0, 1.0), (float("nan"), 0.25)],
+)  # fmt: skip
+def test_the_slice_axis_scale_is_the_waves_own_wavenumber_ratio(share, ratio):
+    """sqrt(2 s / (1 - s)): a wave with |k_z|^2 = s |k|^2 and the rest shared by the two
+    in-plane axes has k_z / k_x = that; held within 0.25-1, and only today's 0.25 is
+    backed; no estimate or noisy data: 0.25."""
+    got = defaults.sigma_ratio_z(share, 0.003)
+    assert got.value == pytest.approx(ratio) and got.backed == (ratio == 0.25)
+    assert f"{ratio:.3g}" in got.rule
+    noisy = defaults.sigma_ratio_z(share, defaults.CLEAN_NOISE)  # noisy: the lower bound
+    assert noisy.value == 0.25 and noisy.backed
+
+
+def test_the_slice_axis_rule_reads_the_waves_direction_from_u():
+    """A plane wave at 45 degrees out of the slice plane (share 1/2) proposes the
+    isotropic 1; one in the plane keeps 0.25; the rules arm's overrides carry it."""
+
+    def wave(direction, grid=(24, 24, 10)):
+        d = np.asarray(direction, float) / np.linalg.norm(direction)
+        x = np.meshgrid(*[np.arange(n) * 1e-3 for n in grid], indexing="ij")
+        phase = 2 * np.pi / 10e-3 * sum(di * xi for di, xi in zip(d, x, strict=True))
+        u = np.exp(1j * phase)[None, None].astype(np.complex64)
+        return Dataset(u=u, frequency=np.array([60.0]), spacing=np.full(len(grid), 1e-3))
+
+    out = defaults.settings(defaults.facts_of(wave((1, 0, 1))), "hetero")
+    assert out["sigma_ratio_z"].value == 1.0 and not out["sigma_ratio_z"].backed
+    assert defaults.overrides(out)["sigma_ratio_z"] == 1.0
+    flat = defaults.settings(defaults.facts_of(wave((1, 0.3, 0))), "hetero")
+    assert flat["sigma_ratio_z"].value == 0.25 and flat["sigma_ratio_z"].backed
 
 
 def test_the_fourier_scale_is_the_factor_over_the_wavelength_from_u():
