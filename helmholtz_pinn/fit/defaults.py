@@ -124,8 +124,8 @@ COARSE_3C = 9.0
 # (wavelength.Wavelength.through_plane), held within SIGMA_RATIO_Z; noisy data (noise
 # fraction >= CLEAN_NOISE) keep the lower bound, today's 0.25 (on the -20 dB liver-like
 # tuning organ, s = 0.6, ratio 1 gave 22.9 % against 13.4 %). The slab volumes 0.25 was
-# tuned on carry s = 0.01-0.03 (ratio 0.14-0.25). Why: docs/defaults.md, "The slice
-# axis's Fourier scale".
+# tuned on carry s = 0.01-0.03 (ratio 0.14-0.25). Not adopted: mixed at the GPU defaults.
+# Why: docs/defaults.md, "The slice axis's Fourier scale".
 SIGMA_RATIO_Z = (0.25, 1.0)
 
 
@@ -255,7 +255,7 @@ def sigma_ratio_z(through_plane: float, noise: float) -> Default:
     through-plane over its in-plane wavenumber per axis, ``sqrt(2 s / (1 - s))`` for the
     through-plane share ``s`` of ``|k|^2`` estimated from u (``DataFacts.through_plane``),
     held within :data:`SIGMA_RATIO_Z` (1, isotropic, from ``s`` = 1/3: a wave field
-    isotropic in 3-D); measured at the CPU size only."""
+    isotropic in 3-D): better median G' at the CPU size, mixed at the GPU defaults."""
     low, high = SIGMA_RATIO_Z
     if not math.isfinite(through_plane):
         return Default(low, f"{low:g}: no through-plane wavenumber estimated from u", True)

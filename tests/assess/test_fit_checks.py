@@ -257,3 +257,28 @@ def test_the_small_fit_gets_its_own_spread_limit_and_no_resolution_check():
     assert not check("resolution", slow, mask, **coarse)["passed"]
     skipped = check("resolution", slow, mask, small_fit=True, **coarse)
     assert skipped["passed"] and skipped["skipped"] and "small fit" in skipped["message"]
+
+
+def test_slice_axis_fires_on_a_wave_running_through_the_slices():
+    """A volume whose wave travels in the slice plane (a slab: 3 % of |k|^2 along the
+    slice axis) passes; one travelling at 45 degrees through a stack of 10 slices (50 %)
+    fires and names curl-MDEV and the isotropic scale; a 2-D field is skipped."""
+    grid = (24, 24, 10)
+    x = np.meshgrid(*[np.arange(n) * 1e-3 for n in grid], indexing="ij")
+
+    def volume(dz):
+        d = np.array([1.0, 0.3, dz]) / np.linalg.norm([1.0, 0.3, dz])
+        u = np.exp(1j * 2 * np.pi / 10e-3 * sum(di * xi for di, xi in zip(d, x, strict=True)))
+        return Dataset(u=u[None, None].astype(np.complex64), frequency=[60.0], spacing=[1e-3] * 3)
+
+    mu, mask = np.full(grid, 3600.0 + 500j), np.ones(grid, bool)
+    slab = data_facts(volume(0.18))
+    assert slab["slice_axis_share"] == pytest.approx(0.18**2 / 1.1224, abs=0.01)
+    assert check("slice_axis", mu, mask, **slab)["passed"]
+    facts = data_facts(volume(np.sqrt(1.09)))
+    assert facts["slice_axis_share"] == pytest.approx(0.5, abs=0.01) and facts["slices"] == 10
+    fired = check("slice_axis", mu, mask, **facts)
+    assert not fired["passed"] and "--sigma-ratio-z 1" in fired["message"]
+    flat = data_facts(Dataset(u=volume(1.0).u[..., 0], frequency=[60.0], spacing=[1e-3] * 2))
+    assert flat["slice_axis_share"] is None
+    assert check("slice_axis", mu[..., 0], mask[..., 0], **flat)["skipped"]
