@@ -443,8 +443,9 @@ def _slice_axis_check(share: float | None, slices: int | None):
     advice = (
         "the wave runs through the stack of slices, which the fitted networks follow "
         "poorly (their slice axis is smoothed, sigma_ratio_z): organs driven that way were "
-        "12-41 % off with no other check firing; compare with curl-MDEV (hp.curl_mdev) "
-        "and a fit with --sigma-ratio-z 1 (isotropic)"
+        "12-41 % off with no other check firing; compare with the classical maps "
+        "(hp.curl_mdev for three components, hp.baseline) and a fit with --sigma-ratio-z 1 "
+        "(isotropic)"
     )
     return share, limit, share < limit, measured, advice
 

@@ -262,7 +262,7 @@ def test_the_small_fit_gets_its_own_spread_limit_and_no_resolution_check():
 def test_slice_axis_fires_on_a_wave_running_through_the_slices():
     """A volume whose wave travels in the slice plane (a slab: 3 % of |k|^2 along the
     slice axis) passes; one travelling at 45 degrees through a stack of 10 slices (50 %)
-    fires and names curl-MDEV and the isotropic scale; a 2-D field is skipped."""
+    fires and names the classical maps and the isotropic scale; a 2-D field is skipped."""
     grid = (24, 24, 10)
     x = np.meshgrid(*[np.arange(n) * 1e-3 for n in grid], indexing="ij")
 
@@ -279,6 +279,7 @@ def test_slice_axis_fires_on_a_wave_running_through_the_slices():
     assert facts["slice_axis_share"] == pytest.approx(0.5, abs=0.01) and facts["slices"] == 10
     fired = check("slice_axis", mu, mask, **facts)
     assert not fired["passed"] and "--sigma-ratio-z 1" in fired["message"]
+    assert "hp.curl_mdev" in fired["message"]
     flat = data_facts(Dataset(u=volume(1.0).u[..., 0], frequency=[60.0], spacing=[1e-3] * 2))
     assert flat["slice_axis_share"] is None
     assert check("slice_axis", mu[..., 0], mask[..., 0], **flat)["skipped"]
