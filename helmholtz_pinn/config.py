@@ -44,7 +44,9 @@ class Config:
         0.15), and of three components below 9 voxels.
       sigma_factor_mu: factor of the automatic sigma_mu.
       sigma_ratio_z: 3-D fits: the Fourier scale along the slice axis over the in-plane
-        scale, both networks (1 is isotropic).
+        scale, both networks (1 is isotropic); None: 0.25, and for clean data fitted
+        with u-networks of at most 64 wide (the CPU size) the wave's through-plane over
+        its in-plane wavenumber estimated from u, within 0.25-1.
       activation: hidden activation, tanh or sin.
       pde: the residual form: helmholtz (mu Lap u + rho omega^2 u = 0), hetero
         (div(mu grad u) + rho omega^2 u = 0), curl (hetero on q = curl u, three
@@ -125,7 +127,7 @@ class Config:
     sigma_mu: float | None = None
     sigma_factor_u: float | None = None
     sigma_factor_mu: float = 0.5
-    sigma_ratio_z: float = 0.25
+    sigma_ratio_z: float | None = None
     activation: Literal["tanh", "sin"] = "tanh"
     pde: str = "auto"
     mu_model: str = "auto"
@@ -256,9 +258,11 @@ OPTIONAL_POSITIVE_INTS = (
     "steps",
 )  # fmt: skip
 POSITIVE_FLOATS = (
-    "plateau_factor", "min_lr", "sigma_factor_mu", "sigma_ratio_z", "noise_floor"
+    "plateau_factor", "min_lr", "sigma_factor_mu", "noise_floor"
 )  # fmt: skip
-OPTIONAL_POSITIVE_FLOATS = ("sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u", "learning_rate")
+OPTIONAL_POSITIVE_FLOATS = (
+    "sigma_u", "sigma_mu", "mu_ref", "sigma_factor_u", "learning_rate", "sigma_ratio_z"
+)  # fmt: skip
 
 
 def _int_at_least(value, low: int) -> bool:

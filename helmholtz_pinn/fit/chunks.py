@@ -229,7 +229,7 @@ def _stack_members(preps, plan: Plan):
     seeds = [
         jax.device_get(
             train.init_state(
-                p.spec, cfg.seed + k, p.sigma_u, p.sigma_mu, cfg.learning_rate, cfg.sigma_ratio_z
+                p.spec, cfg.seed + k, p.sigma_u, p.sigma_mu, cfg.learning_rate, plan.sigma_ratio_z
             )
         )
         for k in range(e)

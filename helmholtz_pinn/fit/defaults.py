@@ -40,6 +40,7 @@ __all__ = [
     "SIGMA_FACTOR_U_2D",
     "SIGMA_FACTOR_U_3D",
     "SIGMA_RATIO_Z",
+    "SMALL_WIDTH",
     "SMALL_2D",
     "STEPS",
     "TUNED_VOXELS",
@@ -118,15 +119,17 @@ COARSE_2D = TUNED_VOXELS
 # 19.2 % held-out); at 10-10.5 voxels (the liver-like organs) the factor made the map
 # worse (13.4 -> 16.9 %), so the limit sits between.
 COARSE_3C = 9.0
-# Proposed: the slice axis's Fourier scale over the in-plane one (Config.sigma_ratio_z,
-# 3-D fits) for clean data as the wave's own ratio of through-plane to in-plane
-# wavenumber, sqrt(2 s / (1 - s)) for the through-plane share s of |k|^2 estimated from u
+# The slice axis's Fourier scale over the in-plane one (Config.sigma_ratio_z, 3-D fits)
+# for clean data at the CPU size (u-networks of at most SMALL_WIDTH; proposed for wider
+# ones) as the wave's own ratio of through-plane to in-plane wavenumber,
+# sqrt(2 s / (1 - s)) for the through-plane share s of |k|^2 estimated from u
 # (wavelength.Wavelength.through_plane), held within SIGMA_RATIO_Z; noisy data (noise
-# fraction >= CLEAN_NOISE) keep the lower bound, today's 0.25 (on the -20 dB liver-like
-# tuning organ, s = 0.6, ratio 1 gave 22.9 % against 13.4 %). The slab volumes 0.25 was
-# tuned on carry s = 0.01-0.03 (ratio 0.14-0.25). Not adopted: mixed at the GPU defaults.
-# Why: docs/defaults.md, "The slice axis's Fourier scale".
+# fraction >= CLEAN_NOISE) keep the lower bound, 0.25 (on the -20 dB liver-like tuning
+# organ, s = 0.6, ratio 1 gave 22.9 % against 13.4 %). The slab volumes 0.25 was tuned
+# on carry s = 0.01-0.03 (ratio 0.14-0.25). At the default sizes it was mixed. Why:
+# docs/defaults.md, "The slice axis's Fourier scale".
 SIGMA_RATIO_Z = (0.25, 1.0)
+SMALL_WIDTH = SMALL_NETWORKS["width"]
 
 
 class DataFacts(NamedTuple):
@@ -245,17 +248,18 @@ def sigma_factor_u(facts: DataFacts) -> Default:
     return Default(value, rule, True)
 
 
-def sigma_ratio_z(through_plane: float, noise: float) -> Default:
+def sigma_ratio_z(through_plane: float, noise: float, width: int) -> Default:
     """The slice axis's Fourier scale over the in-plane one (3-D fits, both networks).
 
-    Backed: today's ``Config.sigma_ratio_z`` 0.25, the lower bound of
-    :data:`SIGMA_RATIO_Z`, for noisy data (best field's noise fraction ``noise`` at least
-    :data:`CLEAN_NOISE`), for waves in the slice plane and where there is no estimate
-    (NaN: 2-D data, fewer than 3 slices). Proposal, for clean data: the wave's
-    through-plane over its in-plane wavenumber per axis, ``sqrt(2 s / (1 - s))`` for the
-    through-plane share ``s`` of ``|k|^2`` estimated from u (``DataFacts.through_plane``),
-    held within :data:`SIGMA_RATIO_Z` (1, isotropic, from ``s`` = 1/3: a wave field
-    isotropic in 3-D): better median G' at the CPU size, mixed at the GPU defaults."""
+    0.25, the lower bound of :data:`SIGMA_RATIO_Z`, for noisy data (best field's noise
+    fraction ``noise`` at least :data:`CLEAN_NOISE`), for waves in the slice plane and
+    where there is no estimate (NaN: 2-D data, fewer than 3 slices). For clean data the
+    wave's through-plane over its in-plane wavenumber per axis, ``sqrt(2 s / (1 - s))``
+    for the through-plane share ``s`` of ``|k|^2`` estimated from u
+    (``DataFacts.through_plane``), held within :data:`SIGMA_RATIO_Z` (1, isotropic, from
+    ``s`` = 1/3: a wave field isotropic in 3-D): backed for u-networks of at most
+    :data:`SMALL_WIDTH` (the CPU size, where it was better on every clean organ), a
+    proposal for wider ones (``width``; mixed at the default sizes)."""
     low, high = SIGMA_RATIO_Z
     if not math.isfinite(through_plane):
         return Default(low, f"{low:g}: no through-plane wavenumber estimated from u", True)
@@ -268,7 +272,7 @@ def sigma_ratio_z(through_plane: float, noise: float) -> Default:
         f"{value:.3g}: the wave's through-plane / in-plane wavenumber {own:.3g} (share "
         f"{s:.3g} of |k|^2 along the slice axis), within {low:g}-{high:g}"
     )
-    return Default(value, rule, value == low)
+    return Default(value, rule, value == low or width <= SMALL_WIDTH)
 
 
 def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) -> Default:
@@ -415,7 +419,9 @@ def settings(facts: DataFacts, pde: str, members: int = 1) -> dict[str, Default]
         network=network_size(facts),
         batch_size=batch_size(facts),
         pde_margin=pde_margin(facts, pde),
-        sigma_ratio_z=sigma_ratio_z(facts.through_plane, facts.noise),
+        sigma_ratio_z=sigma_ratio_z(
+            facts.through_plane, facts.noise, network_size(facts).value["width"]
+        ),
         steps=steps(facts),
         learning_rate=learning_rate(facts),
         pde_weight=pde_weight(facts),

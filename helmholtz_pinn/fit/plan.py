@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from helmholtz_pinn.assess import laws as law_choice
+from helmholtz_pinn.assess import wavelength
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import defaults, memory, placement
@@ -85,6 +86,8 @@ class Plan:
       sigma_u, sigma_mu: the networks' Fourier scales, cycles per field of view.
       sigma_factor_u: the u-network's factor of the automatic Fourier scale.
       sigma_factor_u_rule: the rule that set it, in words (:func:`u_factor`).
+      sigma_ratio_z: 3-D fits: the slice axis's Fourier scale over the in-plane one,
+        both networks; sigma_ratio_z_rule: the rule that set it (:func:`z_ratio`).
       decided: the ``config`` fields :func:`decide_schedule` filled.
       fit_size_rule: the rule that decided them, in words.
       small_fit: the small fit's rule applied (noise at coarse sampling,
@@ -124,6 +127,8 @@ class Plan:
     decided: tuple[str, ...] = ()
     fit_size_rule: str = ""
     small_fit: bool = False
+    sigma_ratio_z: float = defaults.SIGMA_RATIO_Z[0]
+    sigma_ratio_z_rule: str = ""
 
     @property
     def mu_model(self) -> str:
@@ -165,13 +170,14 @@ class Plan:
         """The settings that ran, as a Config (``Result.config``, ``config.json``, the
         checkpoints' settings): the request with this fit's law, the Adam steps
         (:attr:`steps_cut`: the host loop runs them in whole blocks), the L-BFGS
-        iterations (``lbfgs_ran`` where a continued phase ran more) and the TF32 steps
-        filled in."""
+        iterations (``lbfgs_ran`` where a continued phase ran more), the TF32 steps and
+        the slice axis's Fourier scale filled in."""
         lbfgs = self.lbfgs_steps if lbfgs_ran is None else lbfgs_ran
         steps, tf32 = self.steps_cut, self.tf32_steps
-        return self.config.ran(
+        ran = self.config.ran(
             mu_model=self.mu_model, steps=steps, lbfgs_steps=lbfgs, tf32_steps=tf32
         )
+        return ran.replace(sigma_ratio_z=self.sigma_ratio_z)
 
     @property
     def record(self) -> dict:
@@ -200,6 +206,8 @@ class Plan:
             "sigma_mu": self.sigma_mu,
             "sigma_factor_u": self.sigma_factor_u,
             "sigma_factor_u_rule": self.sigma_factor_u_rule,
+            "sigma_ratio_z": self.sigma_ratio_z,
+            "sigma_ratio_z_rule": self.sigma_ratio_z_rule,
             "learning_rate": self.config.learning_rate,
             "decided": {k: getattr(self.config, k) for k in self.decided},
             "fit_size_rule": self.fit_size_rule,
@@ -274,6 +282,7 @@ def plan(
     mu_ref = reference_modulus(datasets, cfg, estimates)
     factor, rule = u_factor(datasets, cfg, facts)
     factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref, factor)
+    ratio_z, ratio_rule = z_ratio(datasets, cfg, spec.width)
     margins = tuple(pde_margin(d, cfg, form, mu_ref) for d in datasets)
     saved = saved_chunk_size(checkpoint_dir) if resume and stacked else None
     size, rows, where = layout(datasets, cfg, spec, form, stacked, devices, saved)
@@ -287,7 +296,7 @@ def plan(
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
         factor, margins, stacked, size, rows, where, folder, resume, rule, decided, size_rule,
-        small,
+        small, ratio_z, ratio_rule,
     )  # fmt: skip
 
 
@@ -500,6 +509,33 @@ def fourier_scales(
     return factor, cfg.sigma_u or factor * cycles, cfg.sigma_mu or cfg.sigma_factor_mu * cycles
 
 
+def z_ratio(datasets: Sequence[Dataset], cfg: Config, width: int) -> tuple[float, str]:
+    """(sigma_ratio_z, the rule in words): the configured ratio; else for 3-D data
+    :func:`helmholtz_pinn.fit.defaults.sigma_ratio_z` of the medians over ``datasets``
+    (they share one program) of the wave's through-plane share estimated from u
+    (:func:`helmholtz_pinn.assess.wavelength.estimate_dataset`, once per dataset) and of
+    the best field's noise fraction, for a u-network ``width`` wide, where the rule is
+    backed; else 0.25. 2-D data have no slice axis (the ratio is unused)."""
+    if cfg.sigma_ratio_z is not None:
+        return cfg.sigma_ratio_z, "configured"
+    low = defaults.SIGMA_RATIO_Z[0]
+    if datasets[0].ndim != 3:
+        return low, "unused: 2-D data"
+    shares = []
+    for d in datasets:
+        try:
+            shares.append(wavelength.estimate_dataset(d).through_plane_at_shortest)
+        except InputError:  # u shows no wavelength
+            shares.append(float("nan"))
+    finite = [s for s in shares if math.isfinite(s)]
+    share = float(np.median(finite)) if finite else float("nan")
+    noise = float(np.median([problem.best_noise(d) for d in datasets]))
+    rule = defaults.sigma_ratio_z(share, noise, width)
+    if rule.backed:
+        return rule.value, rule.rule
+    return low, f"{low:g}: {width}-wide networks (the data's {rule.value:.3g} is proposed there)"
+
+
 def pde_margin(dataset: Dataset, cfg: Config, form: forms.Form, mu_ref: float) -> int:
     """Voxels along the field of view's in-plane edges without a PDE residual
     (:func:`helmholtz_pinn.pinn.problem.pde_rows`): the configured ``pde_margin``,
@@ -586,6 +622,7 @@ def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
     mu_ref = reference_modulus(datasets, cfg)
     factor = u_factor(datasets, cfg, facts)[0]
     factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref, factor)
+    ratio_z, ratio_rule = z_ratio(datasets, cfg, spec.width)
     shared = dict(spec=spec, mu_ref=mu_ref, sigma_u=sigma_u, sigma_mu=sigma_mu)
     shared.update(sigma_factor_u=factor, weighting=cfg.weighting, noise_floor=cfg.noise_floor)
     return [

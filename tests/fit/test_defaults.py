@@ -10,6 +10,7 @@ from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import InputError
 from helmholtz_pinn.fit import defaults
 from helmholtz_pinn.fit import plan as run_plan
+from helmholtz_pinn.forward.phantoms import add_noise
 from helmholtz_pinn.io.dataset import Dataset
 
 
@@ -59,31 +60,50 @@ def test_the_tuned_region_gets_todays_values(f):
 )  # fmt: skip
 def test_the_slice_axis_scale_is_the_waves_own_wavenumber_ratio(share, ratio):
     """sqrt(2 s / (1 - s)): a wave with |k_z|^2 = s |k|^2 and the rest shared by the two
-    in-plane axes has k_z / k_x = that; held within 0.25-1, and only today's 0.25 is
-    backed; no estimate or noisy data: 0.25."""
-    got = defaults.sigma_ratio_z(share, 0.003)
-    assert got.value == pytest.approx(ratio) and got.backed == (ratio == 0.25)
-    assert f"{ratio:.3g}" in got.rule
-    noisy = defaults.sigma_ratio_z(share, defaults.CLEAN_NOISE)  # noisy: the lower bound
+    in-plane axes has k_z / k_x = that; held within 0.25-1; backed at the CPU size (64
+    wide), a proposal for wider networks unless 0.25; no estimate or noisy data: 0.25."""
+    small = defaults.sigma_ratio_z(share, 0.003, 64)
+    assert small.value == pytest.approx(ratio) and small.backed
+    assert f"{ratio:.3g}" in small.rule
+    wide = defaults.sigma_ratio_z(share, 0.003, 512)
+    assert wide.value == pytest.approx(ratio) and wide.backed == (ratio == 0.25)
+    noisy = defaults.sigma_ratio_z(share, defaults.CLEAN_NOISE, 64)  # noisy: the lower bound
     assert noisy.value == 0.25 and noisy.backed
 
 
+def wave(direction, grid=(24, 24, 10), noise_db=None):
+    """A plane wave of 10 mm on 1 mm voxels along ``direction``, one frequency."""
+    d = np.asarray(direction, float) / np.linalg.norm(direction)
+    x = np.meshgrid(*[np.arange(n) * 1e-3 for n in grid], indexing="ij")
+    phase = 2 * np.pi / 10e-3 * sum(di * xi for di, xi in zip(d, x, strict=True))
+    u = np.exp(1j * phase)[None, None].astype(np.complex64)
+    if noise_db is not None:
+        u = add_noise(u, noise_db, 0)
+    return Dataset(u=u, frequency=np.array([60.0]), spacing=np.full(len(grid), 1e-3))
+
+
 def test_the_slice_axis_rule_reads_the_waves_direction_from_u():
-    """A plane wave at 45 degrees out of the slice plane (share 1/2) proposes the
-    isotropic 1; one in the plane keeps 0.25; the rules arm's overrides carry it."""
-
-    def wave(direction, grid=(24, 24, 10)):
-        d = np.asarray(direction, float) / np.linalg.norm(direction)
-        x = np.meshgrid(*[np.arange(n) * 1e-3 for n in grid], indexing="ij")
-        phase = 2 * np.pi / 10e-3 * sum(di * xi for di, xi in zip(d, x, strict=True))
-        u = np.exp(1j * phase)[None, None].astype(np.complex64)
-        return Dataset(u=u, frequency=np.array([60.0]), spacing=np.full(len(grid), 1e-3))
-
+    """A plane wave at 45 degrees out of the slice plane (share 1/2) gives the isotropic 1
+    at the CPU size, a proposal at the default sizes (the rules arm carries it); one in
+    the plane keeps 0.25."""
     out = defaults.settings(defaults.facts_of(wave((1, 0, 1))), "hetero")
     assert out["sigma_ratio_z"].value == 1.0 and not out["sigma_ratio_z"].backed
     assert defaults.overrides(out)["sigma_ratio_z"] == 1.0
     flat = defaults.settings(defaults.facts_of(wave((1, 0.3, 0))), "hetero")
     assert flat["sigma_ratio_z"].value == 0.25 and flat["sigma_ratio_z"].backed
+
+
+def test_the_plan_applies_the_slice_axis_rule_where_backed():
+    """The plan: the data's ratio for 64-wide u-networks on clean data, 0.25 for the
+    default 512 (the data's value named as a proposal) and for noisy data; a given ratio
+    is kept; a 2-D field has no slice axis."""
+    through = wave((1, 0, 1))
+    assert run_plan.z_ratio([through], Config(), 64)[0] == 1.0
+    value, rule = run_plan.z_ratio([through], Config(), 512)
+    assert value == 0.25 and "proposed" in rule
+    assert run_plan.z_ratio([wave((1, 0, 1), noise_db=-20)], Config(), 64)[0] == 0.25
+    assert run_plan.z_ratio([through], Config(sigma_ratio_z=0.4), 64) == (0.4, "configured")
+    assert run_plan.z_ratio([wave((1, 0.3), (24, 24))], Config(), 64)[1] == "unused: 2-D data"
 
 
 def test_the_fourier_scale_is_the_factor_over_the_wavelength_from_u():
