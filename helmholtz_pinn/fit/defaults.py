@@ -412,16 +412,14 @@ def settings(facts: DataFacts, pde: str, members: int = 1) -> dict[str, Default]
     """Every rule's :class:`Default` for a fit of form ``pde`` (resolved) with
     ``members`` members, keyed by the :class:`~helmholtz_pinn.config.Config` field it
     sets (``network`` and ``fourier`` carry several; ``lbfgs`` is a yes/no)."""
-    factor = sigma_factor_u(facts)
+    factor, network = sigma_factor_u(facts), network_size(facts)
     return dict(
         sigma_factor_u=factor,
         fourier=fourier_scales(facts, factor.value, Config.sigma_factor_mu),
-        network=network_size(facts),
+        network=network,
         batch_size=batch_size(facts),
         pde_margin=pde_margin(facts, pde),
-        sigma_ratio_z=sigma_ratio_z(
-            facts.through_plane, facts.noise, network_size(facts).value["width"]
-        ),
+        sigma_ratio_z=sigma_ratio_z(facts.through_plane, facts.noise, network.value["width"]),
         steps=steps(facts),
         learning_rate=learning_rate(facts),
         pde_weight=pde_weight(facts),
