@@ -160,7 +160,7 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     ckpt, state, host, resumed = checkpoints.start(folder, plan.settings(), data, resume, state)
     compiling = None  # the L-BFGS phase compiles while Adam trains
     if plan.runs_lbfgs:
-        block.lower(state, problem).compile()  # first, so that its autotuning has the GPU alone
+        block.compiled(state, problem)  # first, so that its autotuning has the GPU alone
         compiling = placement.lbfgs_ahead(
             spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )

@@ -39,7 +39,7 @@ from jax.sharding import PartitionSpec as P
 from helmholtz_pinn.config import Config
 from helmholtz_pinn.errors import ConfigError, DeviceMemoryError
 from helmholtz_pinn.fit import memory
-from helmholtz_pinn.pinn import compile_options, lbfgs, train
+from helmholtz_pinn.pinn import compile_options, lbfgs, programs, train
 
 AXIS = "devices"
 DP_MIN_POINTS = 8192  # data parallel pays off when every device still gets this many points
@@ -196,17 +196,16 @@ def compiler_options(spec: train.Spec) -> dict:
 
 @functools.lru_cache(maxsize=32)
 def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
-    """The jitted block of ``n_steps`` steps for ``placement``, cached on (spec, n_steps,
-    placement): a new seed, step count or learning rate reuses the compiled program."""
+    """The jitted block of ``n_steps`` steps for ``placement`` as a
+    :class:`helmholtz_pinn.pinn.programs.Program` (on one device a later process loads it
+    without tracing), cached on (spec, n_steps, placement): a new seed, step count or
+    learning rate reuses the compiled program."""
     if len(placement.devices) == 1:
-        return jax.jit(
-            train.block_fn(
-                spec,
-                n_steps,
-                members=bool(placement.members),
-                shared_problem=placement.shared_problem,
-            ),
-            compiler_options=compiler_options(spec),
+        members, shared = bool(placement.members), placement.shared_problem
+        return programs.Program(
+            train.block_fn(spec, n_steps, members=members, shared_problem=shared),
+            compiler_options(spec),
+            key=("block", spec, n_steps, members, shared),
         )
     mesh = placement.mesh
     whole = NamedSharding(mesh, P())
@@ -215,21 +214,21 @@ def compile_block(spec: train.Spec, n_steps: int, placement: Placement):
         block = train.block_fn(local, n_steps, axis_name=AXIS)
         axes = _problem_axes(placement)
         fn = _shard_map(block, mesh, in_specs=(P(), axes), out_specs=(P(), P()))
-        return jax.jit(
+        return programs.Program(
             fn,
+            compiler_options(local),
             in_shardings=(whole, _named(axes, mesh)),
             out_shardings=(whole, whole),
-            compiler_options=compiler_options(local),
         )
     block = train.block_fn(spec, n_steps, members=True, shared_problem=placement.shared_problem)
     template = jax.eval_shape(lambda: train.init_state(spec, 0, 1.0, 1.0, 1.0))
     state_sh = _named(_state_axes(template, placement), mesh)
     problem_sh = _named(_problem_axes(placement), mesh)
-    return jax.jit(
+    return programs.Program(
         block,
+        compiler_options(spec),
         in_shardings=(state_sh, problem_sh),
         out_shardings=(state_sh, whole),
-        compiler_options=compiler_options(spec),
     )
 
 
@@ -275,19 +274,21 @@ class Scheduled:
         with self._precision(state):
             return self.block.lower(state, problem)
 
+    def compiled(self, state, problem):
+        """The program that the next call with these arguments runs, compiled
+        (:meth:`helmholtz_pinn.pinn.programs.Program.compiled`)."""
+        with self._precision(state):
+            return self.block.compiled(state, problem)
+
 
 @functools.lru_cache(maxsize=8)
 def compile_lbfgs(spec: train.Spec, n_iter: int, points: int, placement: Placement):
     """The jitted L-BFGS phase (:func:`helmholtz_pinn.pinn.lbfgs.lbfgs_fn`) on one device
     (XLA options: :func:`helmholtz_pinn.pinn.compile_options.phase_options`)."""
-    fn = lbfgs.lbfgs_fn(
-        spec,
-        n_iter,
-        points,
-        members=bool(placement.members),
-        shared_problem=placement.shared_problem,
-    )
-    return jax.jit(fn, compiler_options=compile_options.phase_options())
+    members, shared = bool(placement.members), placement.shared_problem
+    fn = lbfgs.lbfgs_fn(spec, n_iter, points, members=members, shared_problem=shared)
+    key = ("lbfgs", spec, n_iter, points, members, shared)
+    return programs.Program(fn, compile_options.phase_options(), key=key)
 
 
 def lbfgs_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement, state, problem):
@@ -302,7 +303,7 @@ def lbfgs_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement
 
     def work():
         with jax.default_matmul_precision(precision):
-            return jitted.lower(*shapes).compile()
+            return jitted.compiled(*shapes)
 
     return _in_background(work)
 

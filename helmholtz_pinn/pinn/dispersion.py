@@ -17,13 +17,11 @@ factor (e.g. a noise bias of the whole map) is no evidence against the law.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from helmholtz_pinn.pinn import train
+from helmholtz_pinn.pinn import programs, train
 from helmholtz_pinn.pinn.compile_options import once_options
 
 CHUNK = 4096  # points per evaluation
@@ -54,14 +52,14 @@ def frequency_scale(
         return np.where(den > 0, -num / den, np.nan + 0j)
 
 
-@functools.lru_cache(maxsize=16)
+@programs.stored
 def _sums(spec: train.Spec):
     def fn(params, consts, x, valid, weight, kappa, omega_ratio, scale):
         points = train.patch_points(spec, x, kappa)
         f = train.evaluate_fields(params, consts, spec, points, omega_ratio)._replace(scale=scale)
         return scale_sums(spec.form, f, kappa, weight, valid)
 
-    return jax.jit(fn, compiler_options=once_options())
+    return programs.Program(fn, compiler_options=once_options())
 
 
 def scale_sums(form, f, kappa: jax.Array, weight: jax.Array, valid: jax.Array):

@@ -25,7 +25,7 @@ import numpy as np
 import optax
 
 from helmholtz_pinn import laws
-from helmholtz_pinn.pinn import dispersion, forms, train
+from helmholtz_pinn.pinn import dispersion, forms, programs, train
 from helmholtz_pinn.pinn.compile_options import once_options
 from helmholtz_pinn.pinn.model import apply_jet
 
@@ -61,7 +61,7 @@ def wave_of(
     return Wave(x, jet_u, valid, state.consts["mu"])
 
 
-@functools.lru_cache(maxsize=16)
+@programs.stored
 def _wave(spec: train.Spec):
     """(points or patches, the u-network's jet there) as one compiled program."""
 
@@ -70,15 +70,15 @@ def _wave(spec: train.Spec):
         flat = x.reshape(-1, x.shape[-1])
         return x, apply_jet(params, consts, flat, spec.activation, spec.u_order, spec.depth)
 
-    return jax.jit(fn, compiler_options=once_options())
+    return programs.Program(fn, compiler_options=once_options())
 
 
-@functools.lru_cache(maxsize=16)
+@programs.stored
 def _init(spec: train.Spec):
     """The mu-network's initial parameters from a key, as one compiled program."""
     net = spec.networks(1.0, 1.0)[1]
     x = jnp.zeros((1, spec.ndim), jnp.float32)
-    return jax.jit(lambda key: net.init(key, x)["params"], compiler_options=once_options())
+    return programs.Program(lambda key: net.init(key, x)["params"], compiler_options=once_options())
 
 
 def law_spec(spec: train.Spec, law: str) -> train.Spec:
@@ -130,7 +130,7 @@ def _device(problem: train.Problem) -> train.Problem:
     return problem._replace(**small, x=None, u=None, pde=None)
 
 
-@functools.lru_cache(maxsize=16)
+@programs.stored
 def _fit(spec: train.Spec, steps: int, learning_rate: float):
     schedule = optax.cosine_decay_schedule(learning_rate, steps, alpha=0.1)
     opt = optax.adam(schedule)
@@ -145,7 +145,7 @@ def _fit(spec: train.Spec, steps: int, learning_rate: float):
         (params, _), losses = jax.lax.scan(body, (params, opt.init(params)), None, steps)
         return params, losses, _sums(spec, params, wave, problem)
 
-    return jax.jit(fn, compiler_options=once_options())
+    return programs.Program(fn, compiler_options=once_options())
 
 
 def frequency_scale(params_mu, wave: Wave, spec: train.Spec, problem: train.Problem) -> np.ndarray:
@@ -160,9 +160,9 @@ def _sums(spec: train.Spec, params_mu, wave: Wave, problem: train.Problem):
     return dispersion.scale_sums(spec.form, f, problem.kappa, problem.weight, wave.valid)
 
 
-@functools.lru_cache(maxsize=16)
+@programs.stored
 def _scale_sums(spec: train.Spec):
-    return jax.jit(functools.partial(_sums, spec), compiler_options=once_options())
+    return programs.Program(functools.partial(_sums, spec), compiler_options=once_options())
 
 
 def _ratio(num, den) -> np.ndarray:

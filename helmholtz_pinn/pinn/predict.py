@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from helmholtz_pinn import laws
-from helmholtz_pinn.pinn import scaling, train
+from helmholtz_pinn.pinn import programs, scaling, train
 from helmholtz_pinn.pinn.compile_options import once_options
 from helmholtz_pinn.pinn.model import VALUE, apply_jet
 
@@ -34,7 +31,7 @@ def predict(
     return tuple(np.concatenate([np.asarray(p[k]) for p in parts])[: len(x)] for k in (0, 1))
 
 
-@functools.lru_cache(maxsize=32)
+@programs.stored
 def _predict_fn(spec: train.Spec):
     n_mu = laws.get(spec.mu_model).channels(spec.n_freq)
 
@@ -45,4 +42,4 @@ def _predict_fn(spec: train.Spec):
         u = u[..., : 2 * spec.n_freq * spec.n_comp]
         return scaling.u_complex(u, spec.n_freq, spec.n_comp), mu
 
-    return jax.jit(fn, compiler_options=once_options())
+    return programs.Program(fn, compiler_options=once_options())

@@ -30,7 +30,7 @@ import optax
 
 from helmholtz_pinn import laws
 from helmholtz_pinn.errors import ConfigError
-from helmholtz_pinn.pinn import forms, scaling
+from helmholtz_pinn.pinn import forms, programs, scaling
 from helmholtz_pinn.pinn.model import (
     GRAD,
     HESS,
@@ -194,10 +194,15 @@ def init_state(
     if learning_rate is None:  # a Config's None is decided by the run plan, not here
         raise ConfigError("learning_rate must be a rate (> 0); got None: plan the run first")
     rate = float(learning_rate)
-    return _init_state(spec, key, float(sigma_u), float(sigma_mu), rate, float(ratio_z))
+    return _init_program(spec)(key, float(sigma_u), float(sigma_mu), rate, float(ratio_z))
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@programs.stored
+def _init_program(spec: Spec):
+    """:func:`_init_state` of ``spec`` as one compiled program."""
+    return programs.Program(functools.partial(_init_state, spec))
+
+
 def _init_state(spec, key, sigma_u, sigma_mu, learning_rate, ratio_z) -> TrainState:
     """B = sigma N(0, 1) (:class:`~helmholtz_pinn.pinn.model.FourierMLP`): drawn at
     sigma 1, then scaled by the traced sigma, the same float32 product."""

@@ -1,8 +1,10 @@
-"""The persistent compile cache serves every program of a second run: two tiny
-``helmholtz-pinn invert`` processes share one ``--cache-dir``; the second, on other data of
-the same shapes with another seed and learning rate, compiles nothing that the cache
-does not serve (JAX's own monitoring events count the programs, the requests to the cache
-and its hits). The fit has an L-BFGS phase, whose program is compiled ahead in a thread."""
+"""The compile cache serves every program of a second run: two tiny ``helmholtz-pinn
+invert`` processes share one ``--cache-dir``; the second, on other data of the same shapes
+with another seed and learning rate, compiles nothing that the cache does not serve, and
+the fit's own programs (:mod:`helmholtz_pinn.pinn.programs`) are loaded without being
+traced (JAX's monitoring events count the programs compiled, traced, the requests to the
+persistent cache and its hits, and the programs stored and loaded). The fit has an L-BFGS
+phase, whose program is compiled ahead in a thread."""
 
 import json
 import subprocess
@@ -20,9 +22,12 @@ import json, logging, sys
 import jax.monitoring as monitoring
 from helmholtz_pinn.cli.commands import main
 
-counts = {"programs": 0, "requests": 0, "hits": 0, "missed": []}
+counts = {"programs": 0, "traced": 0, "requests": 0, "hits": 0, "stored": 0, "loaded": 0,
+          "missed": []}
 EVENTS = {"/jax/compilation_cache/compile_requests_use_cache": "requests",
-          "/jax/compilation_cache/cache_hits": "hits"}
+          "/jax/compilation_cache/cache_hits": "hits",
+          "/helmholtz_pinn/programs/stored": "stored",
+          "/helmholtz_pinn/programs/loaded": "loaded"}
 
 def event(name, **kwargs):
     if name in EVENTS:
@@ -31,6 +36,8 @@ def event(name, **kwargs):
 def duration(name, seconds, **kwargs):
     if name == "/jax/core/compile/backend_compile_duration":
         counts["programs"] += 1
+    if name == "/jax/core/compile/jaxpr_trace_duration":
+        counts["traced"] += 1
 
 class Missed(logging.Handler):
     def emit(self, record):
@@ -71,9 +78,14 @@ def test_a_second_run_compiles_nothing_that_the_cache_does_not_serve(tmp_path):
     cache = tmp_path / "cache"
 
     empty = _counted_invert(first, tmp_path / "a", cache)
-    assert empty["programs"] >= 5 and empty["hits"] == 0
+    assert empty["programs"] >= 5 and empty["hits"] == empty["loaded"] == 0
     assert empty["requests"] == empty["programs"]  # no program bypasses the cache
+    # the fit's own: initialisation, Adam block, L-BFGS phase, law judgement, map on the grid
+    assert empty["stored"] >= 5
 
     warm = _counted_invert(second, tmp_path / "b", cache, "--seed", "7", "--learning-rate", "3e-3")
     assert warm["missed"] == [], f"compiled again, not served by the cache: {warm['missed']}"
-    assert warm["hits"] == warm["requests"] == warm["programs"] == empty["programs"]
+    assert warm["loaded"] == empty["stored"] and warm["stored"] == 0
+    assert warm["hits"] == warm["requests"] == warm["programs"]
+    assert warm["programs"] + warm["loaded"] == empty["programs"]
+    assert warm["traced"] <= empty["traced"] - empty["stored"]  # the loaded ones: not traced

@@ -57,14 +57,14 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
     inversion.invert(ds, Config(**SMALL), progress=False)
     prep = prepare_one(ds, Config(**SMALL))
     block = placement.compile_block(prep.spec, SMALL["sync_interval"], one_device(prep))
-    size = block._cache_size()
+    size = block.cache_size()
     assert size >= 1  # compiled by the first fit
     other = Config(**{**SMALL, "seed": 3, "steps": 15, "learning_rate": 5e-4})
     inversion.invert(ds, other, progress=False)
     again = placement.compile_block(
         prepare_one(ds, other).spec, SMALL["sync_interval"], one_device(prep)
     )
-    assert again is block and block._cache_size() == size
+    assert again is block and block.cache_size() == size
     # a change of the program (network width) is a new entry: the test can fail
     wider = prepare_one(ds, Config(**{**SMALL, "width": 24})).spec
     assert placement.compile_block(wider, SMALL["sync_interval"], one_device(prep)) is not block
@@ -73,11 +73,11 @@ def test_a_new_seed_step_count_or_rate_does_not_recompile():
 def test_init_is_one_program_for_every_seed_and_takes_any_seed(prepared):
     """The initialisation compiles once per network and scales, not per seed or rate;
     a seed past int32 works (the key is made outside the program) and keeps its own key."""
-    before = train._init_state._cache_size()
+    before = train._init_program(prepared.spec).cache_size()
     a = init(prepared, seed=1)
-    after = train._init_state._cache_size()
+    after = train._init_program(prepared.spec).cache_size()
     b = init(prepared, seed=2**40, lr=5e-4)
-    assert train._init_state._cache_size() == after <= before + 1
+    assert train._init_program(prepared.spec).cache_size() == after <= before + 1
     data_key = jax.random.split(jax.random.PRNGKey(2**40), 3)[2]
     np.testing.assert_array_equal(np.asarray(b.key), np.asarray(data_key))
     kernels = [k for k in a.params["u"] if k.endswith("kernel")]  # biases start at zero
