@@ -31,7 +31,6 @@ import optax
 from helmholtz_pinn import laws
 from helmholtz_pinn.errors import ConfigError
 from helmholtz_pinn.pinn import forms, programs, scaling
-from helmholtz_pinn.pinn.compile_options import once_options
 from helmholtz_pinn.pinn.model import (
     GRAD,
     HESS,
@@ -200,10 +199,8 @@ def init_state(
 
 @programs.stored
 def _init_program(spec: Spec):
-    """:func:`_init_state` of ``spec`` as one compiled program, run once per fit (XLA
-    options: :func:`helmholtz_pinn.pinn.compile_options.once_options`; its only matmul is
-    the throwaway forward pass that shapes the parameters)."""
-    return programs.Program(functools.partial(_init_state, spec), once_options())
+    """:func:`_init_state` of ``spec`` as one compiled program."""
+    return programs.Program(functools.partial(_init_state, spec))
 
 
 def _init_state(spec, key, sigma_u, sigma_mu, learning_rate, ratio_z) -> TrainState:
