@@ -26,6 +26,8 @@ __all__ = [
     "data_facts",
     "fit_quality",
     "resimulation_facts",
+    "baseline_resimulation",
+    "law_limit",
 ]
 
 
@@ -225,11 +227,7 @@ def fit_quality(
         "seed_agreement": _seed_check(mu, mu_std, mask),
         "law_consistency": _law_check(
             law_spread,
-            consistency_limit(
-                spread_max * (SMALL_FIT_SPREAD if small_fit else 1.0),
-                _best_noise(noise_fraction),
-                _worst(final_pde),
-            ),
+            law_limit(spread_max, noise_fraction, final_pde, small_fit),
             mu_model,
             tuple(laws_tried),
         ),
@@ -332,6 +330,15 @@ def _law_check(spread: float | None, limit: float, asked: str | None, tried: tup
         todo = "mu_model='per-frequency' (no law)"
     advice = f"the law does not describe the data's dispersion: try {todo}, and read G'' with care"
     return spread, limit, spread <= limit, measured, advice
+
+
+def law_limit(spread_max: float, noise_fraction, final_pde, small_fit: bool = False) -> float:
+    """The ``law_consistency`` limit of a fit (:func:`helmholtz_pinn.assess.laws.
+    consistency_limit`): its form's ``spread_max`` (times :data:`SMALL_FIT_SPREAD` for the
+    small fit), the best field's noise fraction among ``noise_fraction`` (the run facts'
+    per field list) and the worst of ``final_pde`` (a number or a batch's list)."""
+    spread = spread_max * (SMALL_FIT_SPREAD if small_fit else 1.0)
+    return consistency_limit(spread, _best_noise(noise_fraction), _worst(final_pde))
 
 
 def _worst(values) -> float | None:
@@ -453,11 +460,28 @@ def _slice_axis_check(share: float | None, slices: int | None):
 def resimulation_facts(dataset, mu: np.ndarray) -> dict | None:
     """What the ``resimulation`` check of :func:`fit_quality` reads, per frequency (plain
     lists): ``misfit``, the re-simulation misfit of ``mu`` (Pa, ``grid`` or ``(F, *grid)``;
-    :func:`helmholtz_pinn.assess.resimulation.misfit`); ``baseline`` ("curl-MDEV" for three
-    components on a 3-D grid where it gives a map, else "AHI", Gaussian-smoothed, both per
-    frequency with their default widths) and ``baseline_misfit``, its map's misfit;
-    ``noise``, the misfit noise alone gives, sqrt(sum_c n_c^2 / sum_c s_c^2) (n_c, s_c the
-    noise and field RMS of component c). None where no classical map can be made."""
+    :func:`helmholtz_pinn.assess.resimulation.misfit`); the classical map's ``baseline``
+    and ``baseline_misfit`` (:func:`baseline_resimulation`); ``noise``, the misfit noise
+    alone gives, sqrt(sum_c n_c^2 / sum_c s_c^2) (n_c, s_c the noise and field RMS of
+    component c). None where no classical map can be made."""
+    base = baseline_resimulation(dataset)
+    if base is None:
+        return None
+    noise2 = np.sum(stencils.field_noise(dataset) ** 2, axis=1)
+    power = np.sum(stencils.field_rms(dataset) ** 2, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        noise = np.sqrt(noise2 / power)
+    return dict(misfit=_plain(resimulation.misfit(mu, dataset)), **base, noise=_plain(noise))
+
+
+@stencils.once_per_dataset
+def baseline_resimulation(dataset) -> dict | None:
+    """The classical map that the ``resimulation`` check compares with, once per dataset
+    (it does not depend on the fit, so a fit on a GPU computes it in the background while
+    it trains: :func:`helmholtz_pinn.fit.inversion.invert`): ``baseline``, "curl-MDEV" for
+    three components on a 3-D grid where it gives a map, else "AHI" (Gaussian-smoothed),
+    both per frequency with their default widths; ``baseline_misfit``, its map's
+    re-simulation misfit per frequency. None where no classical map can be made."""
     mu_base, name = None, "curl-MDEV"
     if dataset.n_comp == 3 and dataset.ndim == 3:
         try:
@@ -470,20 +494,11 @@ def resimulation_facts(dataset, mu: np.ndarray) -> dict | None:
             mu_base = baselines.ahi(dataset, smoothing="gaussian", per_frequency=True)
         except InputError:
             return None
-    noise2 = np.sum(stencils.field_noise(dataset) ** 2, axis=1)
-    power = np.sum(stencils.field_rms(dataset) ** 2, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        noise = np.sqrt(noise2 / power)
+    return dict(baseline=name, baseline_misfit=_plain(resimulation.misfit(mu_base, dataset)))
 
-    def plain(a) -> list:
-        return [None if not np.isfinite(x) else round(float(x), 5) for x in a]
 
-    return dict(
-        misfit=plain(resimulation.misfit(mu, dataset)),
-        baseline=name,
-        baseline_misfit=plain(resimulation.misfit(mu_base, dataset)),
-        noise=plain(noise),
-    )
+def _plain(a) -> list:
+    return [None if not np.isfinite(x) else round(float(x), 5) for x in a]
 
 
 def _resimulation_check(facts: dict | None):

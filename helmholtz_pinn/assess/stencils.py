@@ -11,6 +11,7 @@ m (per m^2 for second derivatives).
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from typing import TYPE_CHECKING
 
@@ -181,24 +182,34 @@ def once_per_dataset(fn):
     """``fn(dataset)`` computed once per :class:`~helmholtz_pinn.io.dataset.Dataset` object
     and kept while the object lives (a Dataset is frozen and its arrays are not written in
     place): the plan and the fit checks read the same facts of the same data without a
-    second pass over them. The arrays returned are read-only; a call with keyword arguments
-    is not cached."""
+    second pass over them. A call while another thread computes the same value waits for
+    it (a value computed ahead in the background is not computed twice). The arrays
+    returned are read-only; a call with keyword arguments is not cached."""
     memo: dict[int, tuple[weakref.ref, object]] = {}
+    locks: dict[int, threading.Lock] = {}
+    guard = threading.Lock()
+
+    def forget(key: int) -> None:
+        memo.pop(key, None)
+        locks.pop(key, None)
 
     @functools.wraps(fn)
     def cached(dataset, **kwargs):
         if kwargs:
             return fn(dataset, **kwargs)
         key = id(dataset)
-        held = memo.get(key)
-        if held is not None and held[0]() is dataset:
-            return held[1]
-        value = fn(dataset)
-        for part in value if isinstance(value, tuple) else (value,):
-            if isinstance(part, np.ndarray):
-                part.setflags(write=False)
-        memo[key] = (weakref.ref(dataset, lambda _, key=key: memo.pop(key, None)), value)
-        return value
+        with guard:
+            lock = locks.setdefault(key, threading.Lock())
+        with lock:
+            held = memo.get(key)
+            if held is not None and held[0]() is dataset:
+                return held[1]
+            value = fn(dataset)
+            for part in value if isinstance(value, tuple) else (value,):
+                if isinstance(part, np.ndarray):
+                    part.setflags(write=False)
+            memo[key] = (weakref.ref(dataset, lambda _, key=key: forget(key)), value)
+            return value
 
     return cached
 

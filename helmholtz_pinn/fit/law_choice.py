@@ -17,14 +17,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from helmholtz_pinn.assess import laws
+from helmholtz_pinn.assess import fit_checks, laws
 from helmholtz_pinn.fit import chunks
 from helmholtz_pinn.fit.admission import Admitted
 from helmholtz_pinn.fit.plan import Plan
 from helmholtz_pinn.fit.results import results
 from helmholtz_pinn.fit.run_facts import member_law_facts
 from helmholtz_pinn.fit.training import Trained, train
-from helmholtz_pinn.pinn import law_judge
+from helmholtz_pinn.pinn import forms, law_judge
 from helmholtz_pinn.pinn.problem import prepare
 from helmholtz_pinn.pinn.train import unstack_tree
 from helmholtz_pinn.report.result import Result
@@ -42,7 +42,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
       every law's modulus network is fitted on that fit's wave (an ensemble: on each
       seed's, the worst spread) (:mod:`helmholtz_pinn.pinn.law_judge`);
       where their spreads separate the laws (:func:`laws.choice`) and keep the law fitted,
-      its fit is the result (one fit);
+      and that law's spread is within the ``law_consistency`` limit of its fit
+      (:func:`_law_limit`), its fit is the result (one fit);
     - otherwise the next law is fitted too and the laws are judged by each fit's own
       ``law_spread`` (the worst over a batch), as :func:`laws.choice` says (with
       ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
@@ -51,7 +52,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     A checkpoint folder gets one subfolder per law (the plan's); the warnings of a fit
     not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
     was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run; where the
-    first fit's wave did not decide, its spreads as ``first_wave`` ({"law", "tried"}).
+    first fit's wave did not decide, its spreads as ``first_wave`` ({"law", "tried",
+    "limit": the first law's law_consistency limit}).
 
     The fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
@@ -69,6 +71,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     judged = _judged(trained[first])
     decision = None if judged is None else laws.choice(judged)
     one = decision is not None and decision.determined and decision.kept == first
+    limit = _law_limit(trained[first])
+    one = one and judged[first] <= limit
     if one:
         tried, on = judged, f"the {first} fit's wave"
     else:
@@ -100,7 +104,7 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     if difference is not None:
         record["map_difference"] = round(difference, 4)
     if judged is not None and not one:  # what the first fit's wave said, for the record
-        record["first_wave"] = {"law": first, "tried": judged}
+        record["first_wave"] = {"law": first, "tried": judged, "limit": round(limit, 4)}
     return _with_law(results(kept), record)
 
 
@@ -133,6 +137,17 @@ def _judged(t: Trained) -> dict[str, float] | None:
     judged = [law_judge.judge(s, prep.spec, prep.problem, laws.ORDER) for s in seeds]
     worst = {law: laws.worst([j[law].spread for j in judged]) for law in laws.ORDER}
     return {law: None if s is None else round(s, 4) for law, s in worst.items()}
+
+
+def _law_limit(t: Trained) -> float:
+    """The ``law_consistency`` limit of the fit ``t`` (:func:`fit_checks.law_limit`): the
+    first fit's wave keeps its own law only where that law's spread on it is within the
+    limit its result would be checked against (a wave that the kept law does not describe
+    has not decided the law: the next law is fitted too)."""
+    last = t.fitted.history[-1] if t.fitted.history else {}
+    noise = np.asarray(t.fitted.preps[0].noise, float).tolist()
+    spread_max = forms.get(t.plan.spec.pde).spread_max
+    return fit_checks.law_limit(spread_max, noise, last.get("last_pde"), t.plan.small_fit)
 
 
 def _map_difference(trained: dict[str, Trained]) -> float | None:

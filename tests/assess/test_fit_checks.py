@@ -2,6 +2,8 @@
 good one, and says what to do; law_consistency never advises the setting in use and its
 limit holds on noisy data that follow the law."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -283,3 +285,36 @@ def test_slice_axis_fires_on_a_wave_running_through_the_slices():
     flat = data_facts(Dataset(u=volume(1.0).u[..., 0], frequency=[60.0], spacing=[1e-3] * 2))
     assert flat["slice_axis_share"] is None
     assert check("slice_axis", mu[..., 0], mask[..., 0], **flat)["skipped"]
+
+
+def test_the_classical_maps_resimulation_is_computed_once_even_when_asked_twice_at_once(
+    monkeypatch,
+):
+    """The classical map's re-simulated wave does not depend on the fit: a GPU fit computes
+    it in a background thread while it trains (``fit.inversion.checks_ahead``), and the
+    checks read it. Two threads asking at once compute it once and get the same facts; the
+    checks' facts then equal those of a fresh dataset computed in the foreground."""
+    import threading
+
+    from helmholtz_pinn.assess import fit_checks, resimulation
+    from helmholtz_pinn.fit.inversion import checks_ahead
+    from helmholtz_pinn.forward.phantoms import simulate_phantom
+
+    data = simulate_phantom("smooth", shape=(24, 28), spacing=1.5e-3, frequencies=[60.0, 80.0])
+    calls = []
+    misfit = resimulation.misfit
+
+    def counted(mu, dataset):
+        calls.append(threading.current_thread().name)
+        return misfit(mu, dataset)
+
+    monkeypatch.setattr(resimulation, "misfit", counted)
+    ahead = checks_ahead([data])
+    asked = fit_checks.baseline_resimulation(data)  # waits for the thread's computation
+    ahead.join(timeout=60)
+    assert calls == ["helmholtz-pinn-checks"] or calls == ["MainThread"]
+    assert fit_checks.baseline_resimulation(data) is asked and len(calls) == 1
+    facts = fit_checks.resimulation_facts(data, data.mu)  # the map's own misfit: one more
+    assert len(calls) == 2 and facts["baseline"] == "AHI"
+    fresh = dataclasses.replace(data)  # another object: computed anew, the same numbers
+    assert fit_checks.resimulation_facts(fresh, data.mu) == facts and len(calls) == 4

@@ -60,3 +60,32 @@ def test_a_slice_of_three_components_fits_both_laws_without_the_judge(monkeypatc
     law = result.metrics["law"]
     assert (law["fits"], law["judged_on"]) == (2, "each law's own fit")
     assert "first_wave" not in law
+
+
+def test_a_wave_whose_own_law_is_off_its_limit_does_not_decide(monkeypatch):
+    """The first fit's wave keeps its law only where that law's spread on it is within the
+    limit its result's ``law_consistency`` check applies (a wave the kept law does not
+    describe has not decided). The limit is the check's own: on the Voigt waves the one
+    fit's check reports it as its threshold; with the limit at nothing, both laws are
+    fitted, the first wave's spreads and limit are recorded, and the same law and map are
+    kept."""
+    from helmholtz_pinn.assess import fit_checks
+    from helmholtz_pinn.fit import law_choice
+    from helmholtz_pinn.pinn import forms
+
+    data = voigt_waves()
+    one = inversion.invert(data, progress=False, mu_model="auto", **FIT)
+    m = one.metrics
+    limit = fit_checks.law_limit(
+        forms.get("helmholtz").spread_max, m["noise_fraction"], m["final_pde"]
+    )
+    (check,) = [c for c in m["fit_quality"] if c["name"] == "law_consistency"]
+    assert check["threshold"] == pytest.approx(limit)
+    assert m["law"]["fits"] == 1 and m["law"]["tried"]["voigt"] <= limit
+
+    monkeypatch.setattr(law_choice.fit_checks, "law_limit", lambda *args: 0.0)
+    two = inversion.invert(data, progress=False, mu_model="auto", **FIT)
+    law = two.metrics["law"]
+    assert (law["fits"], law["mu_model"], law["judged_on"]) == (2, "voigt", "each law's own fit")
+    assert law["first_wave"] == {"law": "voigt", "tried": m["law"]["tried"], "limit": 0.0}
+    np.testing.assert_array_equal(one.mu, two.mu)
