@@ -70,8 +70,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     trained[first] = _fit(given, plans[0], run, caught, len(plans))
     judged = _judged(trained[first])
     decision = None if judged is None else laws.choice(judged)
+    limit = None if judged is None else _law_limit(trained[first])  # the wave's own law
     one = decision is not None and decision.determined and decision.kept == first
-    limit = _law_limit(trained[first])
     one = one and judged[first] <= limit
     if one:
         tried, on = judged, f"the {first} fit's wave"
