@@ -622,7 +622,6 @@ def problems(datasets: Sequence[Dataset], cfg: Config) -> list[Prepared]:
     mu_ref = reference_modulus(datasets, cfg)
     factor = u_factor(datasets, cfg, facts)[0]
     factor, sigma_u, sigma_mu = fourier_scales(datasets, cfg, mu_ref, factor)
-    ratio_z, ratio_rule = z_ratio(datasets, cfg, spec.width)
     shared = dict(spec=spec, mu_ref=mu_ref, sigma_u=sigma_u, sigma_mu=sigma_mu)
     shared.update(sigma_factor_u=factor, weighting=cfg.weighting, noise_floor=cfg.noise_floor)
     return [
