@@ -19,16 +19,15 @@ L (m), u by its RMS per frequency and component, mu by ``mu_ref`` (Pa).
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import jax
 
 from helmholtz_pinn.assess import fit_checks
 from helmholtz_pinn.config import Config
-from helmholtz_pinn.fit import checkpoints, law_choice
+from helmholtz_pinn.fit import checkpoints, law_choice, placement
 from helmholtz_pinn.fit.admission import admitted, check_results_fit
 from helmholtz_pinn.fit.plan import plans
 from helmholtz_pinn.fit.results import results
@@ -117,18 +116,14 @@ def invert(
     return results(train(given, fits[0], **run))
 
 
-def checks_ahead(datasets: Sequence[Dataset]) -> threading.Thread:
+def checks_ahead(datasets: Sequence[Dataset]) -> Future:
     """Compute in a daemon thread, while the fit trains, the part of the fit checks that
     does not depend on the fit: the classical map's re-simulated wave
     (:func:`helmholtz_pinn.assess.fit_checks.baseline_resimulation`, kept per dataset; the
-    checks then read it instead of computing it, about 2 s of one CPU core on an
-    80 x 100 x 10 volume). An error is left for the checks to meet again."""
+    checks then read it instead of computing it; docs/performance.md). An error stays in
+    the Future, for the checks to meet again."""
 
     def work():
-        for dataset in datasets:
-            with contextlib.suppress(Exception):
-                fit_checks.baseline_resimulation(dataset)
+        return [fit_checks.baseline_resimulation(d) for d in datasets]
 
-    thread = threading.Thread(target=work, name="helmholtz-pinn-checks", daemon=True)
-    thread.start()
-    return thread
+    return placement.in_background(work, "helmholtz-pinn-checks")

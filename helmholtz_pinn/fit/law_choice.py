@@ -145,8 +145,8 @@ def _law_limit(t: Trained) -> float:
     limit its result would be checked against (a wave that the kept law does not describe
     has not decided the law: the next law is fitted too)."""
     last = t.fitted.history[-1] if t.fitted.history else {}
-    noise = np.asarray(t.fitted.preps[0].noise, float).tolist()
     spread_max = forms.get(t.plan.spec.pde).spread_max
+    noise = t.fitted.preps[0].noise
     return fit_checks.law_limit(spread_max, noise, last.get("last_pde"), t.plan.small_fit)
 
 

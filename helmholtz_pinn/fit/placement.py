@@ -305,15 +305,16 @@ def lbfgs_ahead(spec: train.Spec, n_iter: int, points: int, placement: Placement
         with jax.default_matmul_precision(precision):
             return jitted.compiled(*shapes)
 
-    return _in_background(work)
+    return in_background(work, "helmholtz-pinn-compile")
 
 
 def _abstract(a: jax.Array) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding, weak_type=a.weak_type)
 
 
-def _in_background(work) -> Future:
-    """``work()`` in a daemon thread (an interrupted run does not wait for it to end)."""
+def in_background(work, name: str) -> Future:
+    """``work()`` in a daemon thread called ``name`` (an interrupted run does not wait for
+    it to end); its result or error in the Future returned."""
     future: Future = Future()
 
     def run():
@@ -322,7 +323,7 @@ def _in_background(work) -> Future:
         except BaseException as error:  # handed to whoever waits for the result
             future.set_exception(error)
 
-    threading.Thread(target=run, name="helmholtz-pinn-compile", daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=True).start()
     return future
 
 

@@ -311,7 +311,7 @@ def test_the_classical_maps_resimulation_is_computed_once_even_when_asked_twice_
     monkeypatch.setattr(resimulation, "misfit", counted)
     ahead = checks_ahead([data])
     asked = fit_checks.baseline_resimulation(data)  # waits for the thread's computation
-    ahead.join(timeout=60)
+    ahead.result(timeout=60)
     assert calls == ["helmholtz-pinn-checks"] or calls == ["MainThread"]
     assert fit_checks.baseline_resimulation(data) is asked and len(calls) == 1
     facts = fit_checks.resimulation_facts(data, data.mu)  # the map's own misfit: one more
