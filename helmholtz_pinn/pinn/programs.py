@@ -3,7 +3,7 @@ nor lowers them.
 
 JAX's persistent compile cache (:mod:`helmholtz_pinn.fit.compile_cache`) is keyed by the
 lowered program, so a warm run still traces every function and lowers it to StableHLO
-before the cache can answer: 2-4 s of a warm GPU run went there. A :class:`Program` keys
+before the cache can answer (docs/performance.md). A :class:`Program` keys
 its compiled executable by what decides the program instead: the factory that built the
 function and the factory's arguments (the spec, the step count, ...), the arguments'
 shapes, dtypes and placement, the matmul precision in effect, the XLA flags, the
