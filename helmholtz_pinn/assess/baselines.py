@@ -45,7 +45,7 @@ import scipy.ndimage
 
 from helmholtz_pinn.assess.stencils import check_spacing as _check_spacing
 from helmholtz_pinn.assess.stencils import curl as _curl
-from helmholtz_pinn.assess.stencils import fd_laplacian
+from helmholtz_pinn.assess.stencils import fd_laplacian, once_per_dataset
 from helmholtz_pinn.assess.stencils import laplacian as _laplacian
 from helmholtz_pinn.assess.stencils import usable as _usable
 from helmholtz_pinn.errors import InputError
@@ -62,6 +62,7 @@ __all__ = [
     "baseline_bytes",
     "baseline_settings",
     "curl_mdev",
+    "default_map",
     "estimate_modulus",
     "fd_laplacian",
     "sigma_in_voxels",
@@ -170,6 +171,27 @@ def curl_mdev(
     q, valid_q = _usable(q, valid, valid.shape)
     smooth = (smoothing, sigma, window, polyorder)
     return _mdev(q, valid_q, valid, h, dataset, smooth, per_frequency)
+
+
+@once_per_dataset
+def _default_curl_mdev(dataset: Dataset) -> np.ndarray:
+    return curl_mdev(dataset, per_frequency=True)
+
+
+@once_per_dataset
+def _default_ahi(dataset: Dataset) -> np.ndarray:
+    return ahi(dataset, smoothing="gaussian", per_frequency=True)
+
+
+def default_map(dataset: Dataset, method: str) -> np.ndarray:
+    """``method``'s map per frequency at its default smoothing (Gaussian, :data:`AHI_SIGMA`
+    or :data:`CURL_SIGMA` voxels), complex Pa ``(F, *grid)``, read-only and computed once
+    per dataset: the law's prior and the fit checks read the same classical map
+    (:mod:`helmholtz_pinn.assess.laws`, :mod:`helmholtz_pinn.assess.fit_checks`).
+    ``method`` is one of :data:`METHODS`; raises as :func:`ahi` and :func:`curl_mdev` do."""
+    if method not in METHODS:
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
+    return (_default_curl_mdev if method == "curl_mdev" else _default_ahi)(dataset)
 
 
 def estimate_modulus(dataset: Dataset, *, sigma: float = 1.5) -> float:

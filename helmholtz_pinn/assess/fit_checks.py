@@ -485,13 +485,13 @@ def baseline_resimulation(dataset) -> dict | None:
     mu_base, name = None, "curl-MDEV"
     if dataset.n_comp == 3 and dataset.ndim == 3:
         try:
-            mu_base = baselines.curl_mdev(dataset, per_frequency=True)
+            mu_base = baselines.default_map(dataset, "curl_mdev")
         except InputError:  # a mask too thin for the curl's stencils
             mu_base = None
     if mu_base is None or not np.isfinite(mu_base).any():
         name = "AHI"
         try:
-            mu_base = baselines.ahi(dataset, smoothing="gaussian", per_frequency=True)
+            mu_base = baselines.default_map(dataset, "ahi")
         except InputError:
             return None
     return dict(baseline=name, baseline_misfit=_plain(resimulation.misfit(mu_base, dataset)))

@@ -188,15 +188,13 @@ def _classical_medians(dataset) -> np.ndarray | None:
     components, else (or where curl-MDEV gives no usable map) of Gaussian-smoothed AHI,
     complex Pa ``(F,)``; None where neither gives a finite, positive G' at every
     frequency."""
-    from helmholtz_pinn.assess.baselines import ahi, curl_mdev
+    from helmholtz_pinn.assess.baselines import default_map
 
-    maps = [lambda: ahi(dataset, smoothing="gaussian", per_frequency=True)]
-    if dataset.n_comp == 3:
-        maps.insert(0, lambda: curl_mdev(dataset, per_frequency=True))
-    for classical in maps:
+    methods = ("curl_mdev", "ahi") if dataset.n_comp == 3 else ("ahi",)
+    for method in methods:
         with np.errstate(all="ignore"):
             try:
-                m = classical().reshape(dataset.n_freq, -1)
+                m = default_map(dataset, method).reshape(dataset.n_freq, -1)
             except InputError:  # a mask too thin for the curl's stencils
                 continue
             med = np.nanmedian(m.real, axis=1) + 1j * np.nanmedian(m.imag, axis=1)

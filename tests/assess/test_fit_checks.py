@@ -210,21 +210,51 @@ def test_resimulation_fires_on_a_map_40_percent_low_and_passes_the_truth():
     assert skipped["passed"] and skipped["skipped"]
 
 
-def test_resimulation_judges_a_three_component_volume_against_curl_mdev():
-    """Shear plane waves (polarised across their direction) in a 3 kPa volume, three
-    components, 28 x 24 x 10 voxels of 1.5 mm at 60 and 80 Hz: the classical map is
-    curl-MDEV's; the truth passes and a map 40 % low fires."""
-    from helmholtz_pinn.assess.fit_checks import resimulation_facts
-
-    grid, h, mu0 = (28, 24, 10), 1.5e-3, 3000.0 + 300.0j
+def shear_volume(grid=(28, 24, 10), h=1.5e-3, mu0=3000.0 + 300.0j):
+    """Shear plane waves (polarised across their direction) in a uniform volume of modulus
+    ``mu0`` (Pa), three components, at 60 and 80 Hz: (the Dataset, mu0)."""
     x, y, z = np.meshgrid(*[np.arange(n) * h for n in grid], indexing="ij")
     u = np.zeros((2, 3, *grid), complex)
     for i, f in enumerate((60.0, 80.0)):
         k = 2 * np.pi * f * np.sqrt(RHO / mu0)
         u[i, 2] = np.exp(1j * k * (0.8 * x + 0.6 * y))  # along (0.8, 0.6, 0), polarised z
         u[i, 0] = 0.5 * np.exp(1j * k * (0.6 * y + 0.8 * z))  # along (0, 0.6, 0.8), along x
-    data = Dataset(u=u, frequency=np.array([60.0, 80.0]), spacing=np.full(3, h))
-    mask, truth = np.ones(grid, bool), np.full(grid, mu0)
+    return Dataset(u=u, frequency=np.array([60.0, 80.0]), spacing=np.full(3, h)), mu0
+
+
+def test_the_laws_prior_and_the_resimulation_check_share_one_curl_mdev(monkeypatch):
+    """The law's prior (which law is fitted first) and the ``resimulation`` check read the
+    same classical map: curl-MDEV runs once per dataset, and its map is the one
+    :func:`~helmholtz_pinn.assess.baselines.curl_mdev` gives at its defaults."""
+    from helmholtz_pinn.assess import baselines, fit_checks, laws
+
+    data, _ = shear_volume(grid=(16, 14, 8))
+    calls = []
+    curl_mdev = baselines.curl_mdev
+
+    def counted(dataset, **kw):
+        calls.append(kw)
+        return curl_mdev(dataset, **kw)
+
+    monkeypatch.setattr(baselines, "curl_mdev", counted)
+    laws.prior(data)
+    facts = fit_checks.baseline_resimulation(data)
+    assert facts["baseline"] == "curl-MDEV" and calls == [dict(per_frequency=True)]
+    shared = baselines.default_map(data, "curl_mdev")
+    assert not shared.flags.writeable and len(calls) == 1
+    np.testing.assert_array_equal(shared, curl_mdev(data, per_frequency=True))
+    with pytest.raises(ValueError, match="method must be one of"):
+        baselines.default_map(data, "mdev")
+
+
+def test_resimulation_judges_a_three_component_volume_against_curl_mdev():
+    """Shear plane waves (polarised across their direction) in a 3 kPa volume, three
+    components, 28 x 24 x 10 voxels of 1.5 mm at 60 and 80 Hz: the classical map is
+    curl-MDEV's; the truth passes and a map 40 % low fires."""
+    from helmholtz_pinn.assess.fit_checks import resimulation_facts
+
+    data, mu0 = shear_volume()
+    mask, truth = np.ones(data.grid, bool), np.full(data.grid, mu0)
     facts = resimulation_facts(data, truth)
     assert facts["baseline"] == "curl-MDEV"
     assert check("resimulation", truth, mask, resimulation=facts)["passed"]
