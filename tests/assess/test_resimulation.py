@@ -87,3 +87,17 @@ def test_a_map_without_a_finite_value_gives_no_misfit_and_no_error():
     assert resimulation.misfit(holes, data)[0] == pytest.approx(
         resimulation.misfit(np.full(data.grid, MU), data)[0]
     )
+
+
+def test_the_boxes_solved_at_once_give_the_misfit_of_one_at_a_time(monkeypatch):
+    """The boxes are solved on several threads and summed in their order: the misfit is
+    bit for bit that of one thread, and the boxes really are several."""
+    data = plane_wave(12, (1.0, 1.0, 1.2), (0.6, 0.64, 0.48))
+    rng = np.random.default_rng(0)
+    mu = MU * (1 + 0.2 * rng.standard_normal(data.grid))
+    monkeypatch.setattr(resimulation, "TILE", 150)
+    assert len(resimulation.tiles(data.grid, 150)) >= 4
+    monkeypatch.setattr(resimulation.os, "cpu_count", lambda: 4)
+    together = resimulation.misfit(mu, data)
+    monkeypatch.setattr(resimulation.os, "cpu_count", lambda: 1)
+    assert np.array_equal(resimulation.misfit(mu, data), together)
