@@ -158,12 +158,15 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     state, problem = placement.place(state, problem, where)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, plan.settings(), data, resume, state)
-    compiling = None  # the L-BFGS phase compiles while Adam trains
+    compiling = None  # the L-BFGS phase (or the float32 blocks) compile while Adam trains
     if plan.runs_lbfgs:
         block.compiled(state, problem)  # first, so that its autotuning has the GPU alone
         compiling = placement.lbfgs_ahead(
             spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )
+    elif 0 < plan.tf32_steps < plan.steps:
+        block.compiled(state, problem)
+        block.float32_ahead(state, problem)
     before = 0 if host is None else len(host.history)
     if callback is not None and where.padded_members != members:  # it sees real members only
         callback = _members_only(callback, slice(0, members))

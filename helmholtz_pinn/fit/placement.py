@@ -260,7 +260,8 @@ def tf32_steps(
 class Scheduled:
     """A compiled ``block`` run with TF32 matmuls (``jax.default_matmul_precision``) while
     the state's step is below ``tf32_steps``, in float32 ("highest") from there on: two
-    programs (jit keys on the precision), the second compiled when first needed."""
+    programs (jit keys on the precision), the second compiled when first needed or ahead
+    (:meth:`float32_ahead`)."""
 
     block: object
     tf32_steps: int
@@ -283,6 +284,18 @@ class Scheduled:
         (:meth:`helmholtz_pinn.pinn.programs.Program.compiled`)."""
         with self._precision(state):
             return self.block.compiled(state, problem)
+
+    def float32_ahead(self, state, problem) -> Future:
+        """Start compiling the float32 program (the blocks from ``tf32_steps`` on) for the
+        shapes and placement of ``state`` and ``problem`` in a background thread, while
+        the TF32 blocks train; returns its Future (the block then finds it compiled)."""
+        shapes = jax.tree.map(_abstract, (state, problem))
+
+        def work():
+            with jax.default_matmul_precision(None):
+                return self.block.compiled(*shapes)
+
+        return in_background(work, "helmholtz-pinn-compile")
 
 
 @functools.lru_cache(maxsize=8)

@@ -82,19 +82,25 @@ def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
     one exactly: the switch neither skips nor repeats a step. The blocks' precisions are
     recorded as they run."""
     _tf32_on_a_cpu(monkeypatch)
-    ran = []
-    original = placement.Scheduled._precision
+    ran, ahead = [], []
+    original, compile_ahead = placement.Scheduled.__call__, placement.Scheduled.float32_ahead
 
-    def spy(self, state):
+    def spy(self, state, problem):
         ran.append(int(np.asarray(state.step)) < self.tf32_steps)
-        return original(self, state)
+        return original(self, state, problem)
 
-    monkeypatch.setattr(placement.Scheduled, "_precision", spy)
+    def spy_ahead(self, state, problem):  # started before the first block runs
+        ahead.append(len(ran))
+        return compile_ahead(self, state, problem)
+
+    monkeypatch.setattr(placement.Scheduled, "__call__", spy)
+    monkeypatch.setattr(placement.Scheduled, "float32_ahead", spy_ahead)
     cfg = Config(**{**SMALL, "steps": 10, "plateau_patience": 100})
     plain = inversion.invert(plane_wave_dataset(), cfg.replace(tf32_steps=0), progress=False)
     assert ran == []
     scheduled = inversion.invert(plane_wave_dataset(), cfg.replace(tf32_steps=5), progress=False)
     assert ran == [True, False]  # blocks of 5 steps
+    assert ahead == [0]  # the float32 program compiled while the TF32 blocks train
     assert scheduled.metrics["steps"] == plain.metrics["steps"] == 10
     np.testing.assert_array_equal(scheduled.mu, plain.mu)
     assert [r["loss"] for r in scheduled.history] == [r["loss"] for r in plain.history]
