@@ -19,6 +19,7 @@ import dataclasses
 import json
 import sys
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,40 @@ def fit_members(datasets: list[Dataset], plan: Plan, *, callback, progress, ckpt
         facts.update(chunks=len(groups), datasets_per_chunk=size, chunks_already_done=done)
     state = states[0] if not chunked else jax.tree.map(lambda *a: np.concatenate(a), *states)
     return Fitted(maps, preps, state, merge_histories(histories), plan, facts, program)
+
+
+def compile_ahead(datasets: list[Dataset], plan: Plan) -> Future:
+    """Compile (or load from the program store) the programs of ``plan``'s fit of
+    ``datasets`` in a background thread, for its first chunk's shapes and placement: the
+    initial state, the Adam block (both precisions where the plan switches), the L-BFGS
+    phase and the map and dispersion programs. A fit by ``plan`` that starts later finds
+    them ready (one compiled program each: the programs are cached per spec); the
+    Future's result is None, its error the first program's that failed."""
+    size, e = plan.datasets_per_chunk, plan.ensemble
+    idx = range(min(size, len(datasets)))
+    precision = jax.config.jax_default_matmul_precision  # a `with` setting is per thread
+
+    def work():
+        with jax.default_matmul_precision(precision):
+            part = [prepare(datasets[i], **plan.problem_settings(i)) for i in idx]
+            part += part[-1:] * (size - len(part))
+            host, problem, _ = _stack_members(part, plan)
+            where = plan.placement
+            block = placement.compile_block(plan.spec, plan.config.sync_interval, where)
+            state, problem = placement.place(host, problem, where)
+            if plan.tf32_steps:
+                block = placement.Scheduled(block, plan.tf32_steps)
+                if plan.tf32_steps < plan.steps:
+                    block.float32_ahead(state, problem).result()
+            block.compiled(state, problem)
+            if plan.runs_lbfgs:
+                phase = placement.compile_lbfgs(
+                    plan.spec, plan.lbfgs_steps, plan.config.lbfgs_points, where
+                )
+                phase.compiled(state, problem)
+            _maps(rows_of(host, 0, e, plan.stacked), part[0], datasets[0])
+
+    return placement.in_background(work, "helmholtz-pinn-compile-ahead")
 
 
 def continue_lbfgs(fitted: Fitted, dataset: Dataset, rounds: int) -> Fitted:

@@ -15,6 +15,7 @@ import time
 import warnings
 from collections.abc import Sequence
 
+import jax
 import numpy as np
 
 from helmholtz_pinn.assess import fit_checks, laws
@@ -67,6 +68,9 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     trained, caught = {}, {}
     t0 = time.perf_counter()
     first = plans[0].mu_model
+    if not _wave_judges(plans[0]) and jax.default_backend() != "cpu":
+        for plan in plans[1:]:  # fitted for certain: their programs compile meanwhile
+            chunks.compile_ahead(given.datasets, plan)
     trained[first] = _fit(given, plans[0], run, caught, len(plans))
     judged = _judged(trained[first])
     decision = None if judged is None else laws.choice(judged)
@@ -126,10 +130,7 @@ def _judged(t: Trained) -> dict[str, float] | None:
     2-D elastic slice) is an output of the mu-network: each law's modulus fit on the wave
     must fit that field too, and it has never separated the laws there (docs/defaults.md,
     "One fit, the laws judged on its wave")."""
-    if t.plan.stacked:
-        return None
-    spec = t.plan.spec
-    if spec.aux_channels and spec.aux_network == "mu":
+    if not _wave_judges(t.plan):
         return None
     state = t.fitted.state
     seeds = unstack_tree(state, len(state.step)) if np.ndim(state.step) else [state]
@@ -137,6 +138,13 @@ def _judged(t: Trained) -> dict[str, float] | None:
     judged = [law_judge.judge(s, prep.spec, prep.problem, laws.ORDER) for s in seeds]
     worst = {law: laws.worst([j[law].spread for j in judged]) for law in laws.ORDER}
     return {law: None if s is None else round(s, 4) for law, s in worst.items()}
+
+
+def _wave_judges(plan: Plan) -> bool:
+    """Whether :func:`_judged` judges the laws on the wave of a fit by ``plan``: one
+    dataset, and no auxiliary field in the mu-network."""
+    spec = plan.spec
+    return not plan.stacked and not (spec.aux_channels and spec.aux_network == "mu")
 
 
 def _law_limit(t: Trained) -> float:
