@@ -143,8 +143,9 @@ def _judged(t: Trained) -> dict[str, float] | None:
 def _wave_judges(plan: Plan) -> bool:
     """Whether :func:`_judged` judges the laws on the wave of a fit by ``plan``: one
     dataset, and no auxiliary field in the mu-network."""
-    spec = plan.spec
-    return not plan.stacked and not (spec.aux_channels and spec.aux_network == "mu")
+    if plan.stacked:
+        return False
+    return not (plan.spec.aux_channels and plan.spec.aux_network == "mu")
 
 
 def _law_limit(t: Trained) -> float:
