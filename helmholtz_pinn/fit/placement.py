@@ -239,20 +239,16 @@ TF32 = "tensorfloat32"
 # of a noisy organ). Why: docs/defaults.md.
 
 
-def tf32_steps(
-    cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool, *, clean: bool = False
-) -> int:
-    """The Adam steps in TF32: ``tf32_steps`` as asked; None: every Adam step (``steps``)
-    when an L-BFGS phase follows, the first half (``steps // 2``) of a fit of Adam alone
-    on ``clean`` data (one dataset, its best field's noise fraction below
-    :data:`helmholtz_pinn.fit.defaults.CLEAN_NOISE`), else 0; 0 where TF32 does not apply
-    (``tf32`` False: not on a GPU, whose CPU matmuls are float32 at any precision, or
-    where the user set ``jax_default_matmul_precision``) and where an asked-for phase
-    cannot run (several devices: nothing in float32 would end the fit)."""
+def tf32_steps(cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool) -> int:
+    """The Adam steps in TF32: ``tf32_steps`` as asked, None: every Adam step (``steps``)
+    when an L-BFGS phase follows, else 0; 0 where TF32 does not apply (``tf32`` False:
+    not on a GPU, whose CPU matmuls are float32 at any precision, or where the user set
+    ``jax_default_matmul_precision``) and where an asked-for phase cannot run (several
+    devices: nothing in float32 would end the fit)."""
     if not tf32 or (lbfgs and not lbfgs_runs):
         return 0
     if cfg.tf32_steps is None:
-        return steps if lbfgs else (steps // 2 if clean else 0)
+        return steps if lbfgs else 0
     return cfg.tf32_steps
 
 

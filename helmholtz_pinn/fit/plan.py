@@ -290,9 +290,7 @@ def plan(
     if lbfgs and len(where.devices) > 1:
         skipped = f"runs on one device; this fit used {len(where.devices)}"
     tf32_applies = backend == "gpu" and jax.config.jax_default_matmul_precision is None
-    one = not stacked and cfg.ensemble == 1
-    clean = one and problem.best_noise(first) < CLEAN_NOISE
-    tf32 = placement.tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies, clean=clean)
+    tf32 = placement.tf32_steps(cfg, steps, lbfgs, skipped is None, tf32_applies)
     continued = LBFGS_STEPS if len(tried) > 1 and cfg.lbfgs_steps is None and lbfgs else lbfgs
     folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     return Plan(

@@ -1,8 +1,6 @@
 """The precision schedule: Adam's first ``tf32_steps`` in TF32 matmuls on a GPU, float32
 ("highest") after them, in the L-BFGS phase, the map and the checks."""
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,14 +15,12 @@ from helmholtz_pinn.fit.plan import prepare_one
 from helmholtz_pinn.pinn import forms, model, train
 
 
-def test_the_default_is_every_adam_step_before_a_phase_and_half_of_a_clean_fit_without_one():
+def test_the_default_is_every_adam_step_before_a_phase_and_none_without_one():
     before_phase = Config(steps=5000, lbfgs_steps=4000)
     adam_only = Config(steps=10000, lbfgs_steps=0)
     given = adam_only.replace(tf32_steps=300)
     assert placement.tf32_steps(before_phase, 5000, 4000, True, True) == 5000
-    assert placement.tf32_steps(adam_only, 10000, 0, True, True) == 0  # noisy data
-    assert placement.tf32_steps(adam_only, 10000, 0, True, True, clean=True) == 5000
-    assert placement.tf32_steps(adam_only, 10000, 0, True, False, clean=True) == 0
+    assert placement.tf32_steps(adam_only, 10000, 0, True, True) == 0
     assert placement.tf32_steps(given, 10000, 0, True, True) == 300
     assert placement.tf32_steps(given, 10000, 0, True, False) == 0  # float32 on a CPU anyway
     phase = before_phase.replace(tf32_steps=300)  # asked, but the phase cannot run
@@ -35,16 +31,6 @@ def test_the_default_is_every_adam_step_before_a_phase_and_half_of_a_clean_fit_w
         on_gpu = run_plan.plan(data, cfg, form=form, devices=1, backend="gpu")
         assert on_gpu.tf32_steps == on_gpu.steps == 15  # whole blocks of 5
         assert run_plan.plan(data, cfg, form=form, devices=1, backend="cpu").tf32_steps == 0
-        adam = cfg.replace(lbfgs_steps=0)  # a fit of Adam alone: its first half, on clean data
-        assert run_plan.plan(data, adam, form=form, devices=1, backend="gpu").tf32_steps == 7
-        seeds = adam.replace(ensemble=2)
-        assert run_plan.plan(data, seeds, form=form, devices=1, backend="gpu").tf32_steps == 0
-        rng = np.random.default_rng(0)
-        noise = 0.1 * (
-            rng.standard_normal(data[0].u.shape) + 1j * rng.standard_normal(data[0].u.shape)
-        )
-        noisy = [dataclasses.replace(data[0], u=data[0].u + noise)]
-        assert run_plan.plan(noisy, adam, form=form, devices=1, backend="gpu").tf32_steps == 0
     with jax.default_matmul_precision("float32"):  # the user's precision rules every program
         assert run_plan.plan(data, cfg, form=form, devices=1, backend="gpu").tf32_steps == 0
     with pytest.raises(ConfigError, match="tf32_steps must be an integer >= 0 steps"):
@@ -58,7 +44,7 @@ def _tf32_on_a_cpu(monkeypatch):
     monkeypatch.setattr(
         placement,
         "tf32_steps",
-        lambda cfg, steps, lbfgs, runs, _, **clean: rule(cfg, steps, lbfgs, runs, True, **clean),
+        lambda cfg, steps, lbfgs, runs, _: rule(cfg, steps, lbfgs, runs, True),
     )
 
 
