@@ -2,6 +2,8 @@
 fitted only where that judgement does not keep the first. Exact plane waves in a
 homogeneous Voigt or springpot medium (tests/settings.py), 24 x 24 voxels, 60 and 90 Hz."""
 
+import types
+
 import numpy as np
 import pytest
 from settings import SMALL, WAVES_FIT, springpot_waves, voigt_waves
@@ -31,6 +33,7 @@ def test_one_fit_keeps_the_law_and_the_map_of_two_fits(waves, law, other, ensemb
     map, bit for bit."""
     data = waves()
     assert laws.prior(data) == (law, other)
+    ahead = _on_a_gpu(monkeypatch)
     one = inversion.invert(data, progress=False, mu_model="auto", ensemble=ensemble, **FIT)
     monkeypatch.setattr(laws, "prior", lambda dataset: (other, law))
     two = inversion.invert(data, progress=False, mu_model="auto", ensemble=ensemble, **FIT)
@@ -42,6 +45,7 @@ def test_one_fit_keeps_the_law_and_the_map_of_two_fits(waves, law, other, ensemb
     assert b["determined"] and a["tried"][law] * laws.SEPARATION <= a["tried"][other]
     np.testing.assert_array_equal(one.mu, two.mu)
     assert "1 fit in" in a["line"] and "fits this law alone" in b["line"]
+    assert ahead == []  # where the wave may decide, no law is compiled ahead
 
 
 def test_a_slice_of_three_components_fits_both_laws_without_the_judge(monkeypatch):
@@ -55,11 +59,15 @@ def test_a_slice_of_three_components_fits_both_laws_without_the_judge(monkeypatc
         raise AssertionError("the judge ran on a 2-D elastic slice")
 
     monkeypatch.setattr(law_judge, "judge", never)
+    ahead = _on_a_gpu(monkeypatch)
     tiny = dict(SMALL, mu_model="auto", mu_ref=None, lbfgs_steps=0)
     result = inversion.invert(example("elastic-two-ellipse-slice"), progress=False, **tiny)
     law = result.metrics["law"]
     assert (law["fits"], law["judged_on"]) == (2, "each law's own fit")
     assert "first_wave" not in law
+    ((second, compiled),) = ahead  # the second law, certain to be fitted, compiled ahead
+    assert second == list(law["tried"])[1]
+    assert compiled.result() is None
 
 
 def test_a_wave_whose_own_law_is_off_its_limit_does_not_decide(monkeypatch):
@@ -89,3 +97,19 @@ def test_a_wave_whose_own_law_is_off_its_limit_does_not_decide(monkeypatch):
     assert (law["fits"], law["mu_model"], law["judged_on"]) == (2, "voigt", "each law's own fit")
     assert law["first_wave"] == {"law": "voigt", "tried": m["law"]["tried"], "limit": 0.0}
     np.testing.assert_array_equal(one.mu, two.mu)
+
+
+def _on_a_gpu(monkeypatch) -> list:
+    """The law choice as on a GPU (where it compiles a law certain to be fitted while the
+    first trains): the (law, future) of every compile_ahead started."""
+    from helmholtz_pinn.fit import chunks, law_choice
+
+    started, real = [], chunks.compile_ahead
+
+    def recorded(datasets, plan):
+        started.append((plan.mu_model, real(datasets, plan)))
+        return started[-1][1]
+
+    monkeypatch.setattr(law_choice, "jax", types.SimpleNamespace(default_backend=lambda: "gpu"))
+    monkeypatch.setattr(chunks, "compile_ahead", recorded)
+    return started
