@@ -49,6 +49,9 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
       ``law_spread`` (the worst over a batch), as :func:`laws.choice` says (with
       ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
 
+    Where the first law's wave cannot judge the laws on one dataset (a 2-D elastic slice),
+    the next law's programs compile on a GPU while the first law trains
+    (:func:`helmholtz_pinn.fit.chunks.compile_ahead`: the same programs, so the same fit).
     The kept law's map is the one that law's fit gives alone (its fit is the one run).
     A checkpoint folder gets one subfolder per law (the plan's); the warnings of a fit
     not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
@@ -68,7 +71,7 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     trained, caught = {}, {}
     t0 = time.perf_counter()
     first = plans[0].mu_model
-    if not _wave_judges(plans[0]) and jax.default_backend() != "cpu":
+    if not plans[0].stacked and not _wave_judges(plans[0]) and jax.default_backend() != "cpu":
         for plan in plans[1:]:  # fitted for certain: their programs compile meanwhile
             chunks.compile_ahead(given.datasets, plan)
     trained[first] = _fit(given, plans[0], run, caught, len(plans))
