@@ -121,14 +121,12 @@ def compile_ahead(datasets: list[Dataset], plan: Plan) -> Future:
             part = [prepare(datasets[i], **plan.problem_settings(i)) for i in idx]
             part += part[-1:] * (size - len(part))
             host, problem, _ = _stack_members(part, plan)
-            where = plan.placement
-            block = placement.compile_block(plan.spec, plan.config.sync_interval, where)
+            where, block = plan.placement, _block(plan)
             state, problem = placement.place(host, problem, where)
-            if plan.tf32_steps:
-                block = placement.Scheduled(block, plan.tf32_steps)
-                if plan.tf32_steps < plan.steps:
-                    block.float32_ahead(state, problem).result()
             block.compiled(state, problem)
+            if 0 < plan.tf32_steps < plan.steps:
+                with jax.default_matmul_precision(None):  # the blocks after the switch
+                    block.block.compiled(state, problem)
             if plan.runs_lbfgs:
                 phase = placement.compile_lbfgs(
                     plan.spec, plan.lbfgs_steps, plan.config.lbfgs_points, where
@@ -187,9 +185,7 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     is padded to the plan's voxel rows (one compiled program for every chunk)."""
     spec, where, cfg = plan.spec, plan.placement, plan.config
     state, problem, members = _stack_members(preps, plan)
-    block = placement.compile_block(spec, cfg.sync_interval, where)
-    if plan.tf32_steps:
-        block = placement.Scheduled(block, plan.tf32_steps)
+    block = _block(plan)
     state, problem = placement.place(state, problem, where)
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, plan.settings(), data, resume, state)
@@ -225,6 +221,13 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     if plan.lbfgs_steps:
         state, resumed["lbfgs"], program = _lbfgs(state, problem, compiling, plan, members)
     return placement.gather(state, where), history, resumed, program
+
+
+def _block(plan: Plan):
+    """The plan's compiled Adam block (:func:`placement.compile_block`), run by its
+    precision schedule where it has TF32 steps (:class:`placement.Scheduled`)."""
+    block = placement.compile_block(plan.spec, plan.config.sync_interval, plan.placement)
+    return placement.Scheduled(block, plan.tf32_steps) if plan.tf32_steps else block
 
 
 def _lbfgs(state, problem, compiling, plan: Plan, members: int) -> tuple[Any, dict, Any]:
