@@ -24,13 +24,20 @@ def float64_net(d, n_out, width, depth, n_features, activation, n_points, key):
     return net, variables, x
 
 
+FIRST_LAYER = pytest.mark.parametrize("fused", [True, False], ids=["fused-first", "features-first"])
+
+
+@FIRST_LAYER
 @pytest.mark.parametrize("masked", [True, False], ids=["masked", "concatenated"])
 @pytest.mark.parametrize("activation", ["tanh", "sin"])
 @pytest.mark.parametrize("d", [2, 3])
-def test_forward_laplacian_equals_hessian_trace(activation, d, masked, monkeypatch):
+def test_forward_laplacian_equals_hessian_trace(activation, d, masked, fused, monkeypatch):
     """Both forms of the jet layers (masked for small batches, concatenated rows for large
-    ones: model.masked_jets) give the Hessian trace and the Jacobian in float64."""
+    ones: model.masked_jets) and of the first layer (the features' jet then the layer, or
+    both at once: model.fused_first_layer) give the Hessian trace and the Jacobian in
+    float64."""
     monkeypatch.setattr(model, "masked_jets", lambda stack: masked)
+    monkeypatch.setattr(model, "fused_first_layer", lambda: fused)
     with jax.enable_x64(True):
         net, variables, x = float64_net(d, 3, 24, 3, 16, activation, 7, key=1)
         jet = split_jet(net.apply(variables, x, order=2), d, 2)
@@ -66,11 +73,14 @@ def test_fourier_matrix_is_a_constant_with_the_configured_scale():
     assert abs(float(jnp.std(b)) - 3.0) < 0.1
 
 
+@FIRST_LAYER
 @pytest.mark.parametrize("activation", ["tanh", "sin"])
 @pytest.mark.parametrize("d", [2, 3])
-def test_second_derivative_jet_equals_jax_hessian(activation, d):
+def test_second_derivative_jet_equals_jax_hessian(activation, d, fused, monkeypatch):
     """The HESS jet (mixed d_i d_j for the Navier forms) equals jax.hessian in float64, its
-    trace equals the LAP jet, and the value and gradient rows equal the lower orders."""
+    trace equals the LAP jet, and the value and gradient rows equal the lower orders;
+    with either form of the first layer."""
+    monkeypatch.setattr(model, "fused_first_layer", lambda: fused)
     with jax.enable_x64(True):
         net, variables, x = float64_net(d, 2, 16, 2, 8, activation, 6, key=3)
         jet = split_jet(net.apply(variables, x, order=model.HESS), d, model.HESS)
@@ -85,3 +95,19 @@ def test_second_derivative_jet_equals_jax_hessian(activation, d):
         assert jnp.max(jnp.abs(jet.lap - lap.lap)) < 1e-11 * scale
         assert jnp.allclose(jet.grad, lap.grad, rtol=0, atol=1e-13)
         assert net.apply(variables, x, order=model.HESS).shape[0] == model.jet_rows(d, model.HESS)
+
+
+@pytest.mark.parametrize("order", [model.VALUE, model.GRAD, model.LAP, model.HESS])
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_first_layer_at_once_equals_the_features_then_the_layer(d, order):
+    """fourier_affine_jet (the rows' scaling moved onto W) is the jet of the features
+    followed by the affine layer, row for row, in float32 (a float32 rounding apart)."""
+    x = jax.random.uniform(jax.random.key(4), (33, d))
+    bs = 2 * jnp.pi * 1.5 * jax.random.normal(jax.random.key(5), (d, 12))
+    w = jax.random.normal(jax.random.key(6), (24, 10)) / 5
+    b = jax.random.normal(jax.random.key(7), (10,))
+    at_once = model.fourier_affine_jet(x, bs, w, b, order)
+    in_turn = model.affine_jet(model.fourier_jet(x, bs, order), w, b)
+    assert at_once.shape == in_turn.shape == (model.jet_rows(d, order), 33, 10)
+    scale = jnp.max(jnp.abs(in_turn), axis=(1, 2), keepdims=True)
+    assert jnp.max(jnp.abs(at_once - in_turn) / scale) < 1e-5
