@@ -124,7 +124,7 @@ def compile_ahead(datasets: list[Dataset], plan: Plan) -> Future:
             where, block = plan.placement, _block(plan)
             state, problem = placement.place(host, problem, where)
             block.compiled(state, problem)
-            if 0 < plan.tf32_steps < plan.steps:
+            if plan.switches_precision:
                 with jax.default_matmul_precision(None):  # the blocks after the switch
                     block.block.compiled(state, problem)
             if plan.runs_lbfgs:
@@ -195,7 +195,7 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
         compiling = placement.lbfgs_ahead(
             spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )
-    elif 0 < plan.tf32_steps < plan.steps:
+    elif plan.switches_precision:
         block.compiled(state, problem)
         block.float32_ahead(state, problem)
     before = 0 if host is None else len(host.history)

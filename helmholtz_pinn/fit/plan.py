@@ -151,6 +151,12 @@ class Plan:
         """Whether the L-BFGS phase runs (asked for, on one device)."""
         return bool(self.lbfgs_steps) and self.lbfgs_skipped is None
 
+    @property
+    def switches_precision(self) -> bool:
+        """Whether the Adam steps switch from TF32 to float32 within the fit (two block
+        programs: :class:`helmholtz_pinn.fit.placement.Scheduled`)."""
+        return 0 < self.tf32_steps < self.steps
+
     def problem_settings(self, index: int = 0) -> dict:
         """The keyword arguments of :func:`helmholtz_pinn.pinn.problem.prepare` for
         dataset ``index`` of the run."""

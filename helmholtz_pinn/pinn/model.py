@@ -145,10 +145,10 @@ def fourier_affine_jet(x: jax.Array, bs: jax.Array, w: jax.Array, b: jax.Array, 
     d_i d_j a = -[s, c] (Bs[i] Bs[j] W). The same matmuls as :func:`fourier_jet` then
     :func:`affine_jet`; on a CPU, where XLA's fusions evaluated sin z and cos z again in
     every jet row that used them, about a fifth of a step less (docs/performance.md)."""
-    z = jnp.dot(x, bs, precision=matmul_precision())
+    f, p = bs.shape[-1], matmul_precision()
+    z = jnp.dot(x, bs, precision=p)
     s, c = jnp.sin(z), jnp.cos(z)
     value, swapped = jnp.concatenate([s, c], -1), jnp.concatenate([c, s], -1)
-    f, p = bs.shape[-1], matmul_precision()
     rows = [(jnp.dot(value, w, precision=p) + b[None, :])[None]]
     if order >= GRAD:
         w_grad = jnp.concatenate([bs[:, :, None] * w[None, :f], -bs[:, :, None] * w[None, f:]], 1)
