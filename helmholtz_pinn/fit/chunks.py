@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import json
 import sys
+import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -105,18 +106,42 @@ def fit_members(datasets: list[Dataset], plan: Plan, *, callback, progress, ckpt
     return Fitted(maps, preps, state, merge_histories(histories), plan, facts, program)
 
 
-def compile_ahead(datasets: list[Dataset], plan: Plan) -> Future:
+AHEAD_WAIT_S = 600.0  # the longest a compile-ahead waits for the fit it follows
+_WAITING: list[threading.Event] = []  # compile-aheads waiting for the next fit's Adam block
+
+
+def after_next_block() -> threading.Event:
+    """An Event set once the next fit in this process has compiled its Adam block
+    (:func:`_fit_chunk`), for :func:`compile_ahead`'s ``after``."""
+    ready = threading.Event()
+    _WAITING.append(ready)
+    return ready
+
+
+def _block_compiled() -> None:
+    while _WAITING:
+        _WAITING.pop().set()
+
+
+def compile_ahead(
+    datasets: list[Dataset], plan: Plan, after: threading.Event | None = None
+) -> Future:
     """Compile (or load from the program store) the programs of ``plan``'s fit of
     ``datasets`` in a background thread, for its first chunk's shapes and placement: the
     initial state, the Adam block (both precisions where the plan switches), the L-BFGS
     phase and the map and dispersion programs. A fit by ``plan`` that starts later finds
     them ready (one compiled program each: the programs are cached per spec); the
-    Future's result is None, its error the first program's that failed."""
+    Future's result is None, its error the first program's that failed. ``after``
+    (:func:`after_next_block`): start once it is set (at most :data:`AHEAD_WAIT_S`
+    later), so that the fit running meanwhile compiles its own Adam block first and its
+    GEMM autotuning has the GPU alone, as the L-BFGS phase's compile waits for it."""
     size, e = plan.datasets_per_chunk, plan.ensemble
     idx = range(min(size, len(datasets)))
     precision = jax.config.jax_default_matmul_precision  # a `with` setting is per thread
 
     def work():
+        if after is not None:
+            after.wait(AHEAD_WAIT_S)
         with jax.default_matmul_precision(precision):
             part = [prepare(datasets[i], **plan.problem_settings(i)) for i in idx]
             part += part[-1:] * (size - len(part))
@@ -190,13 +215,13 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
     folder, data, resume = ckpt
     ckpt, state, host, resumed = checkpoints.start(folder, plan.settings(), data, resume, state)
     compiling = None  # the L-BFGS phase (or the float32 blocks) compile while Adam trains
+    block.compiled(state, problem)  # first, so that its autotuning has the GPU alone
+    _block_compiled()
     if plan.runs_lbfgs:
-        block.compiled(state, problem)  # first, so that its autotuning has the GPU alone
         compiling = placement.lbfgs_ahead(
             spec, plan.lbfgs_steps, cfg.lbfgs_points, where, state, problem
         )
     elif plan.switches_precision:
-        block.compiled(state, problem)
         block.float32_ahead(state, problem)
     before = 0 if host is None else len(host.history)
     if callback is not None and where.padded_members != members:  # it sees real members only

@@ -50,8 +50,9 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
       ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
 
     Where the first law's wave cannot judge the laws on one dataset (a 2-D elastic slice),
-    the next law's programs compile on a GPU while the first law trains
-    (:func:`helmholtz_pinn.fit.chunks.compile_ahead`: the same programs, so the same fit).
+    the next law's programs compile on a GPU while the first law trains, from when its
+    Adam block has compiled (:func:`helmholtz_pinn.fit.chunks.compile_ahead`: the same
+    programs, so the same fit).
     The kept law's map is the one that law's fit gives alone (its fit is the one run).
     A checkpoint folder gets one subfolder per law (the plan's); the warnings of a fit
     not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
@@ -72,8 +73,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     t0 = time.perf_counter()
     first = plans[0].mu_model
     if not plans[0].stacked and not _wave_judges(plans[0]) and jax.default_backend() != "cpu":
-        for plan in plans[1:]:  # fitted for certain: their programs compile meanwhile
-            chunks.compile_ahead(given.datasets, plan)
+        for plan in plans[1:]:  # fitted for certain: compiled once the first has its block
+            chunks.compile_ahead(given.datasets, plan, after=chunks.after_next_block())
     trained[first] = _fit(given, plans[0], run, caught, len(plans))
     judged = _judged(trained[first])
     decision = None if judged is None else laws.choice(judged)

@@ -44,3 +44,32 @@ def test_a_fit_after_its_programs_compiled_ahead_compiles_none_of_them():
     assert compiled == 0
     assert ahead.fitted.facts["lbfgs"]["steps"] == 2  # the phase's program was among them
     assert np.isfinite(ahead.fitted.maps[0][0]).all()
+
+
+def test_a_compile_ahead_after_the_next_block_starts_once_a_fit_has_compiled_its_block():
+    """The second law's compile waits for the first law's Adam block (so that the GEMM
+    autotuning of that block has the GPU alone), then the second fit compiles nothing."""
+    cfg = Config(**{**SMALL, "steps": 10, "lbfgs_steps": 2, "lbfgs_from": 5, "width": 14,
+                    "mu_model": "auto"})  # fmt: skip
+    given = admitted(plane_wave_dataset(n=12), slicewise=False, force=False, drop=False,
+                     metric_margin=0)  # fmt: skip
+    form = forms.get(forms.resolve(cfg.pde, given.datasets[0].n_comp))
+    first, second = plans(given.datasets, cfg, form=form, devices=1, backend="cpu")[:2]
+    ready = chunks.after_next_block()
+    ahead = chunks.compile_ahead(given.datasets, second, after=ready)
+    assert not ready.is_set()
+    train(given, first, callback=None, progress=False)
+    assert ready.is_set()  # the first fit's block released it
+    ahead.result()
+    compiled = []
+
+    def count(name, seconds, **kwargs):
+        if name == COMPILED:
+            compiled.append(seconds)
+
+    monitoring.register_event_duration_secs_listener(count)
+    try:
+        train(given, second, callback=None, progress=False)
+    finally:
+        monitoring.unregister_event_duration_listener(count)
+    assert compiled == []
