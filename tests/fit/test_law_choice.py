@@ -106,8 +106,8 @@ def _on_a_gpu(monkeypatch) -> list:
 
     started, real = [], chunks.compile_ahead
 
-    def recorded(datasets, plan):
-        started.append((plan.mu_model, real(datasets, plan)))
+    def recorded(datasets, plan, **kwargs):
+        started.append((plan.mu_model, real(datasets, plan, **kwargs)))
         return started[-1][1]
 
     monkeypatch.setattr(law_choice, "jax", types.SimpleNamespace(default_backend=lambda: "gpu"))
