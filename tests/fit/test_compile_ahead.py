@@ -15,13 +15,16 @@ from helmholtz_pinn.pinn import forms
 COMPILED = "/jax/core/compile/backend_compile_duration"
 
 
-def _fit(cfg: Config, ahead: bool):
+def _given_and_plans(cfg: Config):
+    """The tiny plane-wave input and its plans (one per law where ``cfg`` asks for auto)."""
     given = admitted(plane_wave_dataset(n=12), slicewise=False, force=False, drop=False,
                      metric_margin=0)  # fmt: skip
     form = forms.get(forms.resolve(cfg.pde, given.datasets[0].n_comp))
-    plan = plans(given.datasets, cfg, form=form, devices=1, backend="cpu")[-1]  # the second law
-    if ahead:
-        chunks.compile_ahead(given.datasets, plan).result()
+    return given, plans(given.datasets, cfg, form=form, devices=1, backend="cpu")
+
+
+def _train_counting(given, plan):
+    """(the trained fit, how many programs JAX's backend compiled while it trained)."""
     compiled = []
 
     def count(name, seconds, **kwargs):
@@ -34,6 +37,14 @@ def _fit(cfg: Config, ahead: bool):
     finally:
         monitoring.unregister_event_duration_listener(count)
     return trained, len(compiled)
+
+
+def _fit(cfg: Config, ahead: bool):
+    given, laws = _given_and_plans(cfg)
+    plan = laws[-1]  # the second law
+    if ahead:
+        chunks.compile_ahead(given.datasets, plan).result()
+    return _train_counting(given, plan)
 
 
 def test_a_fit_after_its_programs_compiled_ahead_compiles_none_of_them():
@@ -51,25 +62,12 @@ def test_a_compile_ahead_after_the_next_block_starts_once_a_fit_has_compiled_its
     autotuning of that block has the GPU alone), then the second fit compiles nothing."""
     cfg = Config(**{**SMALL, "steps": 10, "lbfgs_steps": 2, "lbfgs_from": 5, "width": 14,
                     "mu_model": "auto"})  # fmt: skip
-    given = admitted(plane_wave_dataset(n=12), slicewise=False, force=False, drop=False,
-                     metric_margin=0)  # fmt: skip
-    form = forms.get(forms.resolve(cfg.pde, given.datasets[0].n_comp))
-    first, second = plans(given.datasets, cfg, form=form, devices=1, backend="cpu")[:2]
+    given, (first, second) = _given_and_plans(cfg)
     ready = chunks.after_next_block()
     ahead = chunks.compile_ahead(given.datasets, second, after=ready)
     assert not ready.is_set()
     train(given, first, callback=None, progress=False)
     assert ready.is_set()  # the first fit's block released it
     ahead.result()
-    compiled = []
-
-    def count(name, seconds, **kwargs):
-        if name == COMPILED:
-            compiled.append(seconds)
-
-    monitoring.register_event_duration_secs_listener(count)
-    try:
-        train(given, second, callback=None, progress=False)
-    finally:
-        monitoring.unregister_event_duration_listener(count)
-    assert compiled == []
+    _, compiled = _train_counting(given, second)
+    assert compiled == 0
