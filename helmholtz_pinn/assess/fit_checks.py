@@ -172,7 +172,10 @@ def fit_quality(
       ensemble leaves poorer members out), the worst of those; fails above 2e-3 (an RMS
       misfit of 4.5 % of the field beyond the noise: the networks did not reproduce the
       data, a poorer optimum or a form that does not describe them);
-    - ``loss_decrease``: the last step's loss / the first block's mean loss; fails above 0.5;
+    - ``loss_decrease``: the last step's loss over the first block's mean loss, each less
+      the noise floor (no loss goes below the noise's: at -10 dB a fit that reproduces
+      the data to the noise ended at 0.51 of a first block already twice the floor);
+      fails above 0.5 (the loss never left its start);
     - ``seed_agreement``: the median over the mask (all frequencies) of the seeds' spread
       of G' over the mean G'; fails above 0.1 (the map depends on the initialisation, not
       only on the data); skipped for one seed;
@@ -223,7 +226,7 @@ def fit_quality(
         "pde_residual": _pde_check(final_pde),
         "data_vs_noise": _noise_check(final_data, noise_fraction, field_weight),
         "data_fit": _fit_check(final_data, noise_fraction, field_weight, members),
-        "loss_decrease": _loss_check(history),
+        "loss_decrease": _loss_check(history, _noise_power(noise_fraction, field_weight)),
         "seed_agreement": _seed_check(mu, mu_std, mask),
         "law_consistency": _law_check(
             law_spread,
@@ -623,13 +626,18 @@ def _fit_check(final_data, noise_fraction, field_weight, members: int):
     return excess, limit, excess <= limit, measured, advice
 
 
-def _loss_check(history: list[dict] | None):
+def _loss_check(history: list[dict] | None, floor: float = 0.0):
+    """(L_last - floor) / (L_first - floor), the worst member; the floor is the noise power
+    (the data loss of a fit that leaves exactly the noise), at most half the first loss."""
     if not history:
         return "skipped: no training history"
     end = history[-1]
     last = np.asarray(end["last_loss"] if "last_loss" in end else end["loss"], float)
-    ratio = float(np.max(last / np.asarray(history[0]["loss"], float)))
-    measured = f"the final loss is {ratio:.3g}x the first block's mean loss"
+    first = np.asarray(history[0]["loss"], float)
+    floor = min(floor, float(np.min(first)) / 2)
+    ratio = float(np.max((last - floor) / (first - floor)))
+    above = f" above the noise power {floor:.3g}" if floor > 0 else ""
+    measured = f"the final loss{above} is {ratio:.3g}x the first block's mean loss"
     advice = (
         "the loss never left its start: try another learning_rate= or more steps=, and "
         "check that u is non-zero inside the mask"

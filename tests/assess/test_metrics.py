@@ -382,14 +382,14 @@ def test_collapsed_modulus_fails_range_and_ahi_checks():
             "loss_decrease",
             np.full(GRID, 3e3),
             dict(history=[{"loss": 1.0, "last_loss": 0.9}, {"loss": 0.8, "last_loss": 0.7}]),
-            0.7,
+            (0.7 - 0.01) / (1.0 - 0.01),  # each less GOOD's noise power 0.1^2
         ),
         # batched records: the worst member counts
         (
             "loss_decrease",
             np.full(GRID, 3e3),
             dict(history=[{"loss": [1.0, 2.0], "last_loss": [1, 1]}, {"last_loss": [0.1, 1.8]}]),
-            0.9,
+            (1.8 - 0.01) / (2.0 - 0.01),
         ),
     ],
 )
@@ -486,6 +486,26 @@ def test_baseline_result_runs_only_the_modulus_range_check():
     result = make_result(data, {"method": "ahi"}, data.mu[:1], data.u, {})
     assert [c["name"] for c in result.metrics["fit_quality"]] == ["modulus_range"]
     assert result.metrics["fit_quality"][0]["passed"]
+
+
+def test_loss_decrease_counts_the_loss_above_the_noise():
+    """At -10 dB (noise fraction 0.3, power 0.09) a fit that reproduces the data to the
+    noise ends near 0.09 from a first block of 0.175: 0.51 of it, yet nothing above the
+    noise is left. Counted above the noise it passes; the same history of clean data
+    fails, and so does a loss that stays at its start above the noise."""
+    at_noise = [{"loss": 0.175, "last_loss": 0.12}, {"loss": 0.1, "last_loss": 0.0905}]
+    noisy = dict(noise_fraction=[[0.3, 0.3]], final_data=0.09, history=at_noise)
+    check = by_name(fit_quality(np.full(GRID, 3e3), MASK, 3000.0, **{**GOOD, **noisy}))
+    assert check["loss_decrease"]["passed"]
+    floor = 0.175 / 2  # the noise power, at most half the first block's loss
+    assert check["loss_decrease"]["value"] == pytest.approx((0.0905 - floor) / (0.175 - floor))
+    clean = dict(noise_fraction=None, history=at_noise)
+    check = by_name(fit_quality(np.full(GRID, 3e3), MASK, 3000.0, **{**GOOD, **clean}))
+    assert not check["loss_decrease"]["passed"]
+    stuck = [{"loss": 0.175, "last_loss": 0.17}, {"loss": 0.17, "last_loss": 0.16}]
+    stuck_noisy = {**GOOD, **noisy, "history": stuck}
+    check = by_name(fit_quality(np.full(GRID, 3e3), MASK, 3000.0, **stuck_noisy))
+    assert not check["loss_decrease"]["passed"]
 
 
 def test_small_good_fit_raises_no_fit_quality_warning():
