@@ -173,9 +173,8 @@ def fit_quality(
       misfit of 4.5 % of the field beyond the noise: the networks did not reproduce the
       data, a poorer optimum or a form that does not describe them);
     - ``loss_decrease``: the last step's loss over the first block's mean loss, each less
-      the noise floor (no loss goes below the noise's: at -10 dB a fit that reproduces
-      the data to the noise ended at 0.51 of a first block already twice the floor);
-      fails above 0.5 (the loss never left its start);
+      the noise floor (no loss goes below it, so on noisy data the plain ratio of a fit
+      at the noise stays high); fails above 0.5 (the loss never left its start);
     - ``seed_agreement``: the median over the mask (all frequencies) of the seeds' spread
       of G' over the mean G'; fails above 0.1 (the map depends on the initialisation, not
       only on the data); skipped for one seed;
@@ -220,13 +219,14 @@ def fit_quality(
         raise InputError(f"unknown checks {sorted(unknown)}; valid: {QUALITY_CHECKS}")
     g = per_frequency(mu, np.shape(mask), "mu").real[:, np.asarray(mask, bool)]
     median = float(np.nanmedian(g)) if np.isfinite(g).any() else math.nan
+    floor = None if noise_fraction is None else _noise_power(noise_fraction, field_weight)
     found = {
         "modulus_range": _range_check(g, median, mu_ref),
         "ahi_agreement": _ahi_check(median, ahi_estimate),
         "pde_residual": _pde_check(final_pde),
-        "data_vs_noise": _noise_check(final_data, noise_fraction, field_weight),
-        "data_fit": _fit_check(final_data, noise_fraction, field_weight, members),
-        "loss_decrease": _loss_check(history, _noise_power(noise_fraction, field_weight)),
+        "data_vs_noise": _noise_check(final_data, floor),
+        "data_fit": _fit_check(final_data, floor or 0.0, members),
+        "loss_decrease": _loss_check(history, floor or 0.0),
         "seed_agreement": _seed_check(mu, mu_std, mask),
         "law_consistency": _law_check(
             law_spread,
@@ -591,10 +591,9 @@ def _noise_power(noise_fraction, field_weight) -> float:
     return float(np.sum(w[ok] * n2[ok]) / np.sum(w[ok])) if np.sum(w[ok]) > 0 else 0.0
 
 
-def _noise_check(final_data: float | None, noise_fraction, field_weight):
-    if noise_fraction is None:
+def _noise_check(final_data: float | None, floor: float | None):
+    if floor is None:
         return "skipped: no noise estimate (noise_fraction) in the run facts"
-    floor = _noise_power(noise_fraction, field_weight)
     if final_data is None or not floor > 0:
         return "skipped: " + ("no final data loss" if final_data is None else "no noise estimated")
     final_data = float(np.min(final_data))  # the member closest to fitting noise
@@ -607,10 +606,9 @@ def _noise_check(final_data: float | None, noise_fraction, field_weight):
     return misfit, limit, misfit >= limit, measured, advice
 
 
-def _fit_check(final_data, noise_fraction, field_weight, members: int):
+def _fit_check(final_data, floor: float, members: int):
     if final_data is None:
         return "skipped: no final data loss"
-    floor = _noise_power(noise_fraction, field_weight)
     values = np.asarray(final_data, float).reshape(-1)
     best = np.min(values.reshape(-1, members if values.size % members == 0 else 1), axis=1)
     excess, limit = float(np.max(best)) - floor, QUALITY_LIMITS["fit"]
