@@ -88,12 +88,14 @@ class Config:
       lbfgs_from: the Adam step at which an L-BFGS phase takes over.
       lbfgs_points: voxels of the L-BFGS phase's sample (every voxel when fewer).
       tf32_steps: the first Adam steps, whose matmuls run in TF32 on a GPU's tensor cores
-        (a 10-bit mantissa; faster steps), the later ones in float32 ("highest");
-        the L-BFGS phase, the map and the checks are always float32; 0: float32
-        throughout; None: every Adam step when an L-BFGS phase follows, else 0. Applies
+        (a 10-bit mantissa; faster steps), the later ones in float32 ("highest"; on a
+        GPU, networks 512 wide or more: three bfloat16 products per matmul, relative
+        error about 2e-5, fit.placement.float32_algorithm); the L-BFGS phase, the map
+        and the checks are always float32 ("highest"); 0: no TF32 step; None: every
+        Adam step when an L-BFGS phase follows, else 0. Applies
         on a GPU only (a CPU's matmuls are float32 at any precision), not where the user
-        has set jax_default_matmul_precision, and not where an L-BFGS phase cannot run
-        (several devices).
+        has set jax_default_matmul_precision ("highest" there: every program in
+        float32), and not where an L-BFGS phase cannot run (several devices).
       pde_weight: weight of the PDE loss after the warm-up.
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
       pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)

@@ -60,7 +60,7 @@ TINY_FIT = dict(
 # what a record keeps of the fit's plan: the settings the data decided and their rules
 PLAN_KEYS = (
     "steps", "networks", "batch_size", "learning_rate", "sigma_factor_u",
-    "sigma_factor_u_rule", "decided", "fit_size_rule",
+    "sigma_factor_u_rule", "decided", "fit_size_rule", "tf32_steps", "float32_algorithm",
 )  # fmt: skip
 
 

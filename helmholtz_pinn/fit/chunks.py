@@ -149,8 +149,8 @@ def compile_ahead(
             where, block = plan.placement, _block(plan)
             state, problem = placement.place(host, problem, where)
             block.compiled(state, problem)
-            if plan.switches_precision:
-                with jax.default_matmul_precision(None):  # the blocks after the switch
+            if plan.switches_precision:  # the blocks after the switch
+                with jax.default_matmul_precision(plan.float32_algorithm):
                     block.block.compiled(state, problem)
             if plan.runs_lbfgs:
                 phase = placement.compile_lbfgs(
@@ -250,9 +250,12 @@ def _fit_chunk(preps, plan: Plan, callback, progress, ckpt):
 
 def _block(plan: Plan):
     """The plan's compiled Adam block (:func:`placement.compile_block`), run by its
-    precision schedule where it has TF32 steps (:class:`placement.Scheduled`)."""
+    precision schedule where it has TF32 steps or a float32 algorithm
+    (:class:`placement.Scheduled`)."""
     block = placement.compile_block(plan.spec, plan.config.sync_interval, plan.placement)
-    return placement.Scheduled(block, plan.tf32_steps) if plan.tf32_steps else block
+    if not (plan.tf32_steps or plan.float32_algorithm):
+        return block
+    return placement.Scheduled(block, plan.tf32_steps, plan.float32_algorithm)
 
 
 def _lbfgs(state, problem, compiling, plan: Plan, members: int) -> tuple[Any, dict, Any]:

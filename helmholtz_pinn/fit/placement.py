@@ -239,6 +239,25 @@ TF32 = "tensorfloat32"
 # of a noisy organ). Why: docs/defaults.md.
 
 
+SPLIT_F32 = "BF16_BF16_F32_X3"
+SPLIT_MIN_WIDTH = 512
+# The float32 Adam blocks of networks 512 wide or more (a fit of Adam alone, or the blocks
+# after its TF32 steps) run each matmul as three bfloat16 products on a GPU's tensor
+# cores: a relative error of about 2e-5 (float32 1e-7, TF32 1e-3); the slab volume's
+# command 20 % faster, its map unchanged; on 256-wide networks no faster. The L-BFGS
+# phase, the map, the law's judgement and the checks stay float32 ("highest"): in the
+# phase the split products moved one organ's map by more than the rule allowed. Why:
+# docs/performance.md.
+
+
+def float32_algorithm(width: int, split: bool) -> str | None:
+    """The matmul algorithm of a fit's float32 Adam blocks (without or after TF32 steps):
+    :data:`SPLIT_F32` where ``split`` (a GPU, no precision set by the user: as for TF32)
+    and the u-network is at least :data:`SPLIT_MIN_WIDTH` wide, else None (float32,
+    "highest")."""
+    return SPLIT_F32 if split and width >= SPLIT_MIN_WIDTH else None
+
+
 def tf32_steps(cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool) -> int:
     """The Adam steps in TF32: ``tf32_steps`` as asked, None: every Adam step (``steps``)
     when an L-BFGS phase follows, else 0; 0 where TF32 does not apply (``tf32`` False:
@@ -255,16 +274,17 @@ def tf32_steps(cfg: Config, steps: int, lbfgs: int, lbfgs_runs: bool, tf32: bool
 @dataclasses.dataclass(frozen=True)
 class Scheduled:
     """A compiled ``block`` run with TF32 matmuls (``jax.default_matmul_precision``) while
-    the state's step is below ``tf32_steps``, in float32 ("highest") from there on: two
-    programs (jit keys on the precision), the second compiled when first needed or ahead
-    (:meth:`float32_ahead`)."""
+    the state's step is below ``tf32_steps``, in float32 from there on (``float32``: the
+    algorithm, :func:`float32_algorithm`; None: "highest"): two programs (jit keys on the
+    precision), the second compiled when first needed or ahead (:meth:`float32_ahead`)."""
 
     block: object
     tf32_steps: int
+    float32: str | None = None
 
     def _precision(self, state):
         step = int(np.asarray(jax.device_get(state.step)).max())
-        return jax.default_matmul_precision(TF32 if step < self.tf32_steps else None)
+        return jax.default_matmul_precision(TF32 if step < self.tf32_steps else self.float32)
 
     def __call__(self, state, problem):
         with self._precision(state):
@@ -288,7 +308,7 @@ class Scheduled:
         shapes = jax.tree.map(_abstract, (state, problem))
 
         def work():
-            with jax.default_matmul_precision(None):
+            with jax.default_matmul_precision(self.float32):
                 return self.block.compiled(*shapes)
 
         return in_background(work, "helmholtz-pinn-compile")

@@ -82,6 +82,9 @@ class Plan:
       lbfgs_skipped: why an L-BFGS phase asked for does not run (several devices), else
         None.
       tf32_steps: the Adam steps whose matmuls run in TF32 (0: float32 throughout).
+      float32_algorithm: the matmul algorithm of the float32 Adam blocks (those of a fit
+        without TF32 steps, or after them), None for "highest"
+        (:func:`helmholtz_pinn.fit.placement.float32_algorithm`).
       mu_ref: the reference modulus, Pa, shared by every member.
       sigma_u, sigma_mu: the networks' Fourier scales, cycles per field of view.
       sigma_factor_u: the u-network's factor of the automatic Fourier scale.
@@ -129,6 +132,7 @@ class Plan:
     small_fit: bool = False
     sigma_ratio_z: float = defaults.SIGMA_RATIO_Z[0]
     sigma_ratio_z_rule: str = ""
+    float32_algorithm: str | None = None
 
     @property
     def mu_model(self) -> str:
@@ -199,6 +203,7 @@ class Plan:
             "lbfgs_skipped": self.lbfgs_skipped,
             "tf32_steps_asked": self.config.tf32_steps,
             "tf32_steps": self.tf32_steps,
+            "float32_algorithm": self.float32_algorithm or "highest",
             "laws": list(self.laws),
             "mu_model": self.mu_model,
             "pde": spec.pde,
@@ -302,7 +307,7 @@ def plan(
     return Plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
         factor, margins, stacked, size, rows, where, folder, resume, rule, decided, size_rule,
-        small, ratio_z, ratio_rule,
+        small, ratio_z, ratio_rule, placement.float32_algorithm(spec.width, tf32_applies),
     )  # fmt: skip
 
 

@@ -63,6 +63,52 @@ def test_blocks_before_the_switch_are_tf32_programs_and_after_it_float32():
     assert precisions(10) == precisions(500) == {"HIGHEST"}
 
 
+def test_wide_networks_run_their_float32_adam_blocks_as_three_bf16_products():
+    """The rule (:func:`placement.float32_algorithm`): on a GPU without a user precision,
+    networks at least 512 wide; the plan records it; a Scheduled block's programs after
+    the switch (or all of them, without TF32 steps) carry the algorithm; the L-BFGS phase
+    keeps float32 ("highest")."""
+    split = placement.SPLIT_F32
+    assert placement.float32_algorithm(512, True) == placement.float32_algorithm(1024, True)
+    assert placement.float32_algorithm(512, True) == split == "BF16_BF16_F32_X3"
+    assert placement.float32_algorithm(256, True) is None  # measured no faster there
+    assert placement.float32_algorithm(512, False) is None  # a CPU, or the user's precision
+    data = [plane_wave_dataset()]
+    wide = Config(**{**SMALL, "width": 512, "lbfgs_steps": 3, "steps": 12})
+    form = forms.get(forms.resolve(wide.pde, data[0].n_comp))
+
+    def algorithm(cfg, backend):
+        return run_plan.plan(data, cfg, form=form, devices=1, backend=backend).float32_algorithm
+
+    with jax.default_matmul_precision(None):
+        on_gpu = run_plan.plan(data, wide, form=form, devices=1, backend="gpu")
+        assert on_gpu.float32_algorithm == on_gpu.record["float32_algorithm"] == split
+        narrow = run_plan.plan(data, wide.replace(width=64), form=form, devices=1, backend="gpu")
+        assert narrow.float32_algorithm is None and narrow.record["float32_algorithm"] == "highest"
+        assert algorithm(wide, "cpu") is None
+    with jax.default_matmul_precision("float32"):
+        assert algorithm(wide, "gpu") is None
+
+    prep = prepare_one(plane_wave_dataset(), Config(**SMALL))
+    state = train.init_state(prep.spec, 0, prep.sigma_u, prep.sigma_mu, 1e-3)
+    jitted = jax.jit(train.block_fn(prep.spec, 5))
+
+    def dots(block, step):
+        at = state._replace(step=jnp.asarray(step, state.step.dtype))
+        text = block.lower(at, prep.problem).as_text()
+        lines = [x for x in text.splitlines() if "dot_general" in x]
+        split_dots = sum("num_primitive_operations = 3" in x for x in lines)
+        return split_dots, len(lines)
+
+    with jax.default_matmul_precision(None):
+        switching = placement.Scheduled(jitted, tf32_steps=10, float32=split)
+        n_tf32, total = dots(switching, 0)
+        assert n_tf32 == 0 < total  # TF32 before the switch
+        assert dots(switching, 10) == (total, total)  # every matmul split after it
+        assert dots(placement.Scheduled(jitted, 0, split), 0) == (total, total)
+        assert dots(placement.Scheduled(jitted, 0), 0) == (0, total)  # "highest"
+
+
 def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
     """On a CPU both programs compute float32, so a scheduled fit must equal an unscheduled
     one exactly: the switch neither skips nor repeats a step. The blocks' precisions are
