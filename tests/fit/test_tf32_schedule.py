@@ -139,6 +139,33 @@ def test_a_schedule_runs_every_step_once_and_switches_at_its_step(monkeypatch):
     assert (scheduled.metrics["tf32_steps"], plain.metrics["tf32_steps"]) == (5, 0)
 
 
+def test_a_fit_runs_its_float32_blocks_with_the_plans_algorithm(monkeypatch):
+    """The plan's float32 algorithm reaches every float32 Adam block of a fit, with and
+    without TF32 steps before them, and the run's record names it. A CPU computes float32
+    at any algorithm, so the fit must equal the one without it exactly."""
+    _tf32_on_a_cpu(monkeypatch)
+    ran = []
+    original = placement.Scheduled.__call__
+
+    def spy(self, state, problem):
+        tf32 = int(np.asarray(state.step)) < self.tf32_steps
+        ran.append("tf32" if tf32 else self.float32)
+        return original(self, state, problem)
+
+    monkeypatch.setattr(placement.Scheduled, "__call__", spy)
+    cfg = Config(**{**SMALL, "steps": 10, "plateau_patience": 100, "tf32_steps": 0})
+    plain = inversion.invert(plane_wave_dataset(), cfg, progress=False)
+    assert ran == [] and plain.metrics["plan"]["float32_algorithm"] == "highest"
+    monkeypatch.setattr(placement, "float32_algorithm", lambda width, split: placement.SPLIT_F32)
+    split = inversion.invert(plane_wave_dataset(), cfg, progress=False)
+    assert ran == [placement.SPLIT_F32] * 2  # blocks of 5 steps
+    assert split.metrics["plan"]["float32_algorithm"] == placement.SPLIT_F32
+    np.testing.assert_array_equal(split.mu, plain.mu)
+    ran.clear()
+    inversion.invert(plane_wave_dataset(), cfg.replace(tf32_steps=5), progress=False)
+    assert ran == ["tf32", placement.SPLIT_F32]
+
+
 def test_no_tf32_steps_where_the_float32_phase_does_not_run(monkeypatch, four_devices):
     """The L-BFGS phase runs on one device only: on several, TF32 Adam steps would end
     the fit, so the schedule is off there."""
