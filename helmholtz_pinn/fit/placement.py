@@ -243,11 +243,10 @@ SPLIT_F32 = "BF16_BF16_F32_X3"
 SPLIT_MIN_WIDTH = 512
 # The float32 Adam blocks of networks 512 wide or more (a fit of Adam alone, or the blocks
 # after its TF32 steps) run each matmul as three bfloat16 products on a GPU's tensor
-# cores: a relative error of about 2e-5 (float32 1e-7, TF32 1e-3); the slab volume's
-# command 20 % faster, its map unchanged; on 256-wide networks no faster. The L-BFGS
-# phase, the map, the law's judgement and the checks stay float32 ("highest"): in the
-# phase the split products moved one organ's map by more than the rule allowed. Why:
-# docs/performance.md.
+# cores: a relative error of about 2e-5 (float32 1e-7, TF32 1e-3), faster steps and the
+# same map; on 256-wide networks no faster. The L-BFGS phase, the map, the law's judgement
+# and the checks stay float32 ("highest"): in the phase the split products moved a map.
+# Why: docs/performance.md.
 
 
 def float32_algorithm(width: int, split: bool) -> str | None:
@@ -283,6 +282,8 @@ class Scheduled:
     float32: str | None = None
 
     def _precision(self, state):
+        if not self.tf32_steps:  # one program: no step to read back
+            return jax.default_matmul_precision(self.float32)
         step = int(np.asarray(jax.device_get(state.step)).max())
         return jax.default_matmul_precision(TF32 if step < self.tf32_steps else self.float32)
 

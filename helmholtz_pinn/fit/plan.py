@@ -81,7 +81,7 @@ class Plan:
         choice (:data:`LBFGS_STEPS`); ``lbfgs_steps`` when not continued.
       lbfgs_skipped: why an L-BFGS phase asked for does not run (several devices), else
         None.
-      tf32_steps: the Adam steps whose matmuls run in TF32 (0: float32 throughout).
+      tf32_steps: the Adam steps whose matmuls run in TF32 (0: none).
       float32_algorithm: the matmul algorithm of the float32 Adam blocks (those of a fit
         without TF32 steps, or after them), None for "highest"
         (:func:`helmholtz_pinn.fit.placement.float32_algorithm`).
