@@ -96,7 +96,9 @@ class Config:
         on a GPU only (a CPU's matmuls are float32 at any precision), not where the user
         has set jax_default_matmul_precision ("highest" there: every program in
         float32), and not where an L-BFGS phase cannot run (several devices).
-      pde_weight: weight of the PDE loss after the warm-up.
+      pde_weight: weight of the PDE loss after the warm-up; None: 0.1, 0.3 for
+        three-component data where noise meets coarse sampling or the noise fraction
+        is 0.15 or more (fit.defaults.pde_weight).
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
       pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)
         whose PDE residual is left out (their data term stays; a mask's rim inside the
@@ -145,7 +147,7 @@ class Config:
     lbfgs_from: int = 5000
     lbfgs_points: int = 16384
     tf32_steps: int | None = None
-    pde_weight: float = 0.1
+    pde_weight: float | None = None
     pde_warmup: int = 1000
     pde_margin: int | None = None
     plateau_patience: int = 5
@@ -183,7 +185,8 @@ class Config:
                 f"config.ensemble_keep must be >= 1 (a factor on the lowest final loss) or "
                 f"inf; got {self.ensemble_keep!r}"
             )
-        if self.pde_weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
+        weight = 0.0 if self.pde_weight is None else self.pde_weight
+        if weight < 0 or self.pde_warmup < 0 or self.max_retries < 0:
             raise ConfigError("config.pde_weight, pde_warmup and max_retries must be >= 0")
 
     def replace(self, **overrides) -> Config:

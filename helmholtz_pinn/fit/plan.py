@@ -91,7 +91,10 @@ class Plan:
       sigma_factor_u_rule: the rule that set it, in words (:func:`u_factor`).
       sigma_ratio_z: 3-D fits: the slice axis's Fourier scale over the in-plane one,
         both networks; sigma_ratio_z_rule: the rule that set it (:func:`z_ratio`).
-      decided: the ``config`` fields :func:`decide_schedule` filled.
+      pde_weight_rule: the rule that set the PDE weight (``config.pde_weight``), in
+        words (:func:`pde_weight`).
+      decided: the ``config`` fields the data decided (:func:`decide_schedule`, the PDE
+        weight).
       fit_size_rule: the rule that decided them, in words.
       small_fit: the small fit's rule applied (noise at coarse sampling,
         :func:`helmholtz_pinn.fit.defaults.fit_size`), whichever fields it filled.
@@ -133,6 +136,7 @@ class Plan:
     sigma_ratio_z: float = defaults.SIGMA_RATIO_Z[0]
     sigma_ratio_z_rule: str = ""
     float32_algorithm: str | None = None
+    pde_weight_rule: str = ""
 
     @property
     def mu_model(self) -> str:
@@ -220,6 +224,8 @@ class Plan:
             "sigma_ratio_z": self.sigma_ratio_z,
             "sigma_ratio_z_rule": self.sigma_ratio_z_rule,
             "learning_rate": self.config.learning_rate,
+            "pde_weight": self.config.pde_weight,
+            "pde_weight_rule": self.pde_weight_rule,
             "decided": {k: getattr(self.config, k) for k in self.decided},
             "fit_size_rule": self.fit_size_rule,
             "small_fit": self.small_fit,
@@ -287,6 +293,9 @@ def plan(
     tried = laws(cfg, first.n_freq)
     facts = rule_facts(datasets) if facts is None else facts
     cfg, decided, size_rule, small = decide_schedule(cfg, facts)
+    weight, weight_rule = pde_weight(cfg, facts)
+    if cfg.pde_weight is None:
+        cfg, decided = cfg.replace(pde_weight=weight), (*decided, "pde_weight")
     spec = spec_of(cfg, form.name, first.ndim, first.n_freq, first.n_comp, law or tried[0])
     lbfgs = lbfgs_steps(datasets, cfg, form, judged=len(tried) > 1)
     steps = adam_steps(cfg, lbfgs)
@@ -308,6 +317,7 @@ def plan(
         cfg, tried, spec, steps, lbfgs, continued, skipped, tf32, mu_ref, sigma_u, sigma_mu,
         factor, margins, stacked, size, rows, where, folder, resume, rule, decided, size_rule,
         small, ratio_z, ratio_rule, placement.float32_algorithm(spec.width, tf32_applies),
+        weight_rule,
     )  # fmt: skip
 
 
@@ -389,7 +399,7 @@ def spec_of(
         activation=cfg.activation,
         pde=pde,
         mu_model=mu_model,
-        pde_weight=cfg.pde_weight,
+        pde_weight=defaults.PDE_WEIGHT if cfg.pde_weight is None else cfg.pde_weight,
         pde_warmup=cfg.pde_warmup,
         **{k: getattr(cfg, k) or table[ndim] for k, table in sized.items()},
     )
@@ -478,6 +488,20 @@ def decide_schedule(
     filled = {k: v for k, v in values.items() if getattr(cfg, k) is None}
     rule = small.rule if small is not None else "the tuned region's steps and rate"
     return cfg.replace(**filled), tuple(filled), rule, small is not None
+
+
+def pde_weight(cfg: Config, facts: Sequence[defaults.DataFacts | None]) -> tuple[float, str]:
+    """(the PDE loss's weight, the rule in words): the configured ``pde_weight``; else the
+    largest over the datasets' ``facts`` (:func:`rule_facts`; they share one program)
+    of :func:`helmholtz_pinn.fit.defaults.pde_weight` where the rule is backed; else
+    :data:`~helmholtz_pinn.fit.defaults.PDE_WEIGHT` (clean volumes have no facts: the
+    rule raises the weight on noisy data only)."""
+    if cfg.pde_weight is not None:
+        return cfg.pde_weight, "configured"
+    backed = [r for r in (defaults.pde_weight(f) for f in facts if f is not None) if r.backed]
+    if not backed:
+        return defaults.PDE_WEIGHT, f"{defaults.PDE_WEIGHT:g}: the tuned region's"
+    return max(backed, key=lambda r: r.value)[:2]
 
 
 def u_factor(

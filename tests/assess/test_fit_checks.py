@@ -317,6 +317,34 @@ def test_slice_axis_fires_on_a_wave_running_through_the_slices():
     assert check("slice_axis", mu[..., 0], mask[..., 0], **flat)["skipped"]
 
 
+def test_slice_axis_allows_a_clean_elastic_fit_more_of_the_wave_along_the_slices():
+    """A wave with 30 % of |k|^2 along the slice axis: three components below a noise
+    fraction of 0.15 pass (limit 0.365), the same at a noise fraction of 0.24, with one
+    component, or with no noise estimate fail (limit 0.25); 50 % fails at any."""
+    grid = (24, 24, 10)
+    x = np.meshgrid(*[np.arange(n) * 1e-3 for n in grid], indexing="ij")
+    mu, mask = np.full(grid, 3600.0 + 500j), np.ones(grid, bool)
+
+    def facts(dz, comps=3):
+        d = np.array([1.0, 0.3, dz]) / np.linalg.norm([1.0, 0.3, dz])
+        wave = np.exp(1j * 2 * np.pi / 10e-3 * sum(di * xi for di, xi in zip(d, x, strict=True)))
+        u = np.stack([wave, 0.5 * wave, 0.2 * wave][:comps])[None].astype(np.complex64)
+        return data_facts(Dataset(u=u, frequency=[60.0], spacing=[1e-3] * 3))
+
+    organ_like = facts(np.sqrt(0.3 * 1.09 / 0.7))
+    assert organ_like["slice_axis_share"] == pytest.approx(0.30, abs=0.01)
+    assert organ_like["components"] == 3
+    clean = check("slice_axis", mu, mask, noise_fraction=[[0.003] * 3], **organ_like)
+    assert clean["passed"] and clean["threshold"] == 0.365
+    loud = check("slice_axis", mu, mask, noise_fraction=[[0.24] * 3], **organ_like)
+    assert not loud["passed"] and loud["threshold"] == 0.25
+    assert not check("slice_axis", mu, mask, **organ_like)["passed"]  # noise not known
+    one = facts(np.sqrt(0.3 * 1.09 / 0.7), comps=1)
+    assert not check("slice_axis", mu, mask, noise_fraction=[[0.003]], **one)["passed"]
+    steep = facts(np.sqrt(1.09))
+    assert not check("slice_axis", mu, mask, noise_fraction=[[0.003] * 3], **steep)["passed"]
+
+
 def test_the_classical_maps_resimulation_is_computed_once_even_when_asked_twice_at_once(
     monkeypatch,
 ):

@@ -47,7 +47,8 @@ def test_the_tuned_region_gets_todays_values(f):
     assert rules["batch_size"].value == 2048
     assert rules["steps"].value == defaults.STEPS == 10_000
     assert rules["learning_rate"].value == defaults.LEARNING_RATE == 1e-3
-    assert rules["pde_weight"].value == Config.pde_weight == 0.1
+    assert rules["pde_weight"].value == defaults.PDE_WEIGHT == 0.1
+    assert Config.pde_weight is None  # the plan applies the rule
     margin = 3 if f.ndim == 3 and f.voxels_per_wavelength < 18 else 0
     assert rules["pde_margin"].value == margin  # 1 mm slabs at 100 Hz: 3 voxels
     assert rules["sigma_ratio_z"].value == 0.25
@@ -159,8 +160,31 @@ def test_noisy_data_below_the_tuned_sampling_get_a_smooth_u_network():
     assert defaults.sigma_factor_u(organ._replace(voxels_per_wavelength=10.0)).value == 0.5
     assert defaults.sigma_factor_u(plane._replace(voxels_per_wavelength=14.0)).value == 1.0
     weight = defaults.pde_weight(liver)
-    assert weight.value == defaults.NOISY_COARSE_PDE_WEIGHT and not weight.backed
+    assert weight.value == defaults.NOISY_PDE_WEIGHT and not weight.backed
     assert defaults.pde_weight(clean).value == 0.1
+
+
+def test_noisy_three_component_volumes_get_the_stronger_pde_weight():
+    """Three-component volumes: 0.3, backed, where coarse sampling meets noise (below 10
+    voxels per wavelength, noise fraction >= 0.02) or the noise fraction is >= 0.15;
+    0.1 at -20 dB above 10 voxels and on clean data; a 2-D slice of three components
+    and one or two components where coarse meets noise: the proposal only."""
+    organ = facts(
+        voxels_per_wavelength=7.4, grid=(20, 20, 8), mask_voxels=1500, noise=0.09, n_comp=3
+    )
+    coarse = defaults.pde_weight(organ)
+    assert coarse.value == defaults.NOISY_PDE_WEIGHT == 0.3 and coarse.backed
+    assert "coarse sampling (7.4 voxels" in coarse.rule
+    finer = organ._replace(voxels_per_wavelength=15.0)
+    assert defaults.pde_weight(finer) == (0.1, "0.1: the tuned region's", True)
+    louder = defaults.pde_weight(finer._replace(noise=0.24))
+    assert louder.value == 0.3 and louder.backed and "noise fraction 0.24 (>= 0.15)" in louder.rule
+    assert defaults.pde_weight(finer._replace(noise=0.149)).value == 0.1
+    assert defaults.pde_weight(organ._replace(noise=0.004)).value == 0.1
+    slice_2d = organ._replace(ndim=2, grid=(20, 20), through_plane=float("nan"))
+    assert not defaults.pde_weight(slice_2d).backed
+    assert not defaults.pde_weight(organ._replace(n_comp=2)).backed
+    assert defaults.pde_weight(finer._replace(noise=0.24, n_comp=1)).value == 0.1
 
 
 @pytest.mark.parametrize("n_comp", [1, 2, 3])
@@ -207,8 +231,33 @@ def test_the_plan_decides_only_the_fields_left_unset():
     assert "steps" not in mine.decided and "width" not in mine.decided
     today = run_plan.plan([clean], Config(), form=form, devices=1)
     assert (today.steps, today.config.learning_rate, today.spec.width) == (10_000, 1e-3, 256)
-    assert today.decided == ("steps", "learning_rate") and not today.small_fit
+    assert today.decided == ("steps", "learning_rate", "pde_weight") and not today.small_fit
+    assert today.spec.pde_weight == today.record["pde_weight"] == 0.1
     assert mine.small_fit  # the rule applied, whichever fields it filled
+
+
+def test_the_plan_raises_the_pde_weight_of_a_noisy_three_component_volume():
+    """A shear plane wave in a three-component volume at 12 voxels per wavelength: at a
+    noise fraction near 0.3 (-10 dB) the plan's PDE weight is 0.3 and its record says
+    why; the same volume clean stays at 0.1; a weight given is kept as configured."""
+    from helmholtz_pinn.forward.phantoms import add_noise
+    from helmholtz_pinn.pinn import forms
+
+    x = np.meshgrid(*(np.arange(n) * 3e-3 for n in (20, 20, 4)), indexing="ij")[0]
+    wave = np.exp(1j * 2 * np.pi * x / 36e-3)
+    u = np.stack([0 * wave, wave, 0.5 * wave])[None].astype(np.complex64)
+    form = forms.get("navier")
+    noisy = Dataset(u=add_noise(u, -10.0, 0), frequency=[60.0], spacing=[3e-3] * 3)
+    loud = run_plan.plan([noisy], Config(), form=form, devices=1)
+    assert loud.spec.pde_weight == loud.config.pde_weight == loud.record["pde_weight"] == 0.3
+    assert "three-component volume, noise fraction" in loud.record["pde_weight_rule"]
+    assert loud.record["decided"]["pde_weight"] == 0.3
+    clean = Dataset(u=u, frequency=[60.0], spacing=[3e-3] * 3)
+    quiet = run_plan.plan([clean], Config(), form=form, devices=1)
+    assert quiet.spec.pde_weight == 0.1 and quiet.record["pde_weight_rule"].startswith("0.1")
+    given = run_plan.plan([noisy], Config(pde_weight=0.2), form=form, devices=1)
+    assert given.spec.pde_weight == 0.2 and given.record["pde_weight_rule"] == "configured"
+    assert "pde_weight" not in given.decided
 
 
 def test_the_plans_of_both_laws_read_the_data_once(monkeypatch):
