@@ -61,6 +61,7 @@ TINY_FIT = dict(
 PLAN_KEYS = (
     "steps", "networks", "batch_size", "learning_rate", "sigma_factor_u",
     "sigma_factor_u_rule", "decided", "fit_size_rule", "tf32_steps", "float32_algorithm",
+    "pde_weight", "pde_weight_rule",
 )  # fmt: skip
 
 
