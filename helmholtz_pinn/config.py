@@ -97,7 +97,7 @@ class Config:
         has set jax_default_matmul_precision ("highest" there: every program in
         float32), and not where an L-BFGS phase cannot run (several devices).
       pde_weight: weight of the PDE loss after the warm-up; None: 0.1, 0.3 for
-        three-component data where noise meets coarse sampling or the noise fraction
+        three-component volumes where noise meets coarse sampling or the noise fraction
         is 0.15 or more (fit.defaults.pde_weight).
       pde_warmup: steps over which the PDE weight ramps up linearly from 0.
       pde_margin: voxels at the field of view's in-plane edges (a specimen's free faces)
