@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import jax
 import numpy as np
 
-from helmholtz_pinn.fit.defaults import SIGMA_FACTOR_U_2D, SIGMA_FACTOR_U_3D
+from helmholtz_pinn.fit.defaults import PDE_WEIGHT, SIGMA_FACTOR_U_2D, SIGMA_FACTOR_U_3D
 from helmholtz_pinn.fit.plan import Plan
 from helmholtz_pinn.pinn import dispersion, train
 from helmholtz_pinn.pinn.problem import Prepared
@@ -68,11 +68,17 @@ def run_facts(
             "Laplacian does not pull the modulus low" + ("; a volume, where there is one, "
             "is the better input" if d == 2 else "")
         )  # fmt: skip
-    if plan.small_fit and plan.decided:
-        settings = ", ".join(f"{k}={getattr(plan.config, k):g}" for k in plan.decided)
+    sized = [k for k in plan.decided if k != "pde_weight"]
+    if plan.small_fit and sized:
+        settings = ", ".join(f"{k}={getattr(plan.config, k):g}" for k in sized)
         facts["notes"].append(
             f"{plan.fit_size_rule}: {settings} (larger networks trained longer fitted the "
             "noise; a setting given explicitly is kept)"
+        )
+    if "pde_weight" in plan.decided and cfg.pde_weight != PDE_WEIGHT:
+        facts["notes"].append(
+            f"the PDE loss weighs {cfg.pde_weight:g}, not {PDE_WEIGHT:g} "
+            f"({plan.pde_weight_rule}): a stronger physics prior where the data fit the noise"
         )
     return facts
 

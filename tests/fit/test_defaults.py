@@ -260,6 +260,26 @@ def test_the_plan_raises_the_pde_weight_of_a_noisy_three_component_volume():
     assert "pde_weight" not in given.decided
 
 
+def test_a_fit_says_the_data_raised_the_pde_weight():
+    """A few steps on a noisy three-component volume: metrics.json's plan and notes name
+    the weight 0.3 and its rule; the small fit's note lists only the sizes it set."""
+    from helmholtz_pinn.fit.inversion import invert
+    from helmholtz_pinn.forward.phantoms import add_noise
+
+    x = np.meshgrid(*(np.arange(n) * 3e-3 for n in (12, 12, 4)), indexing="ij")[0]
+    wave = np.exp(1j * 2 * np.pi * x / 21e-3)
+    u = np.stack([0.2 * wave, wave, 0.5 * wave])[None].astype(np.complex64)
+    noisy = Dataset(u=add_noise(u, -10.0, 0), frequency=[60.0], spacing=[3e-3] * 3)
+    small = dict(width=16, mu_width=8, n_features=8, batch_size=64)
+    result = invert(noisy, steps=20, sync_interval=10, pde_warmup=5, progress=False, **small)
+    plan, notes = result.metrics["plan"], result.metrics["notes"]
+    assert plan["pde_weight"] == 0.3 and "coarse sampling" in plan["pde_weight_rule"]
+    raised = [n for n in notes if n.startswith("the PDE loss weighs 0.3, not 0.1")]
+    assert len(raised) == 1 and plan["pde_weight_rule"] in raised[0]
+    sizes = [n for n in notes if n.startswith("the small fit")]
+    assert len(sizes) == 1 and "pde_weight" not in sizes[0]
+
+
 def test_the_plans_of_both_laws_read_the_data_once(monkeypatch):
     """Under auto both laws' plans share the data's facts: u's wavelength is estimated
     once per dataset, not once per law, and both plans take the small fit."""
