@@ -421,6 +421,37 @@ def flag_rates(rows: list[dict]) -> dict:
     return dict(far=far, far_flagged=flagged, good=good, good_warned=warned)
 
 
+def classical_rates(rows: list[dict], base: dict) -> dict:
+    """Over PINN rows: the members whose G' error is above the better of the classical
+    maps run on the same file (``base``: (member, method) -> row), how many of those a
+    check flagged, and the silent ones by name; members with no classical map are left
+    out of ``of``."""
+    of, worse, silent = 0, 0, []
+    for r in rows:
+        maps = [
+            base.get((r["member"], m), {}).get("storage") for m in ("ahi-smoothed", "curl-mdev")
+        ]
+        maps = [m for m in maps if m is not None]
+        if not maps:
+            continue
+        of += 1
+        if r["storage"] > min(maps):
+            worse += 1
+            if not r["checks_failed"]:
+                silent.append(r["member"])
+    return dict(of=of, worse=worse, worse_flagged=worse - len(silent), silent=silent)
+
+
+def law_rates(rows: list[dict]) -> dict:
+    """Over PINN rows that chose between laws (``law.determined`` recorded): how many
+    kept a law other than the member's tissue law, and how many of those said the data
+    determined it."""
+    judged = [r for r in rows if (r.get("law") or {}).get("determined") is not None]
+    wrong = [r for r in judged if r["law"]["mu_model"] != r["member_facts"]["law"]]
+    told = sum(bool(r["law"]["determined"]) for r in wrong)
+    return dict(judged=len(judged), wrong=len(wrong), wrong_determined=told)
+
+
 def report(args) -> int:
     rows = [json.loads(line) for p in args.records for line in Path(p).read_text().splitlines()]
     pinn = sorted({r["method"] for r in rows} - {"ahi-smoothed", "curl-mdev"})
@@ -452,6 +483,19 @@ def report(args) -> int:
             f"{rates['far_flagged']}; good (below the class median): {rates['good']}, "
             f"warned {rates['good_warned']}"
         )
+        members = [r for g in groups.values() for r in g]
+        worse, laws = classical_rates(members, base), law_rates(members)
+        if worse["of"]:
+            print(
+                f"worse than the better classical map on the same file: {worse['worse']} of "
+                f"{worse['of']}, flagged {worse['worse_flagged']}"
+                + (f"; silent: {', '.join(worse['silent'])}" if worse["silent"] else "")
+            )
+        if laws["judged"]:
+            print(
+                f"law chosen by auto on {laws['judged']}: not the tissue's on {laws['wrong']}, "
+                f"{laws['wrong_determined']} of those said to be determined by the data"
+            )
         print("\n| member | G' | G'' | R | contrast | voxels/lambda (u) | checks fired |")
         print("|---|---|---|---|---|---|---|")
         for r in (r for g in groups.values() for r in g):

@@ -77,3 +77,30 @@ def test_flag_rates_count_far_off_and_good_members():
     ]
     rates = sweep.flag_rates([group])
     assert rates == dict(far=2, far_flagged=1, good=3, good_warned=1)
+
+
+def test_classical_and_law_rates_count_worse_maps_and_wrong_laws():
+    """A member above the better classical map counts as worse (flagged or silent, by
+    name); one below both, or with no classical map, does not; a law other than the
+    tissue's counts as wrong, and as said determined where the record says so."""
+    sweep = _script()
+    base = {
+        ("a", "ahi-smoothed"): {"storage": 0.10}, ("a", "curl-mdev"): {"storage": 0.08},
+        ("b", "ahi-smoothed"): {"storage": 0.10}, ("c", "ahi-smoothed"): {"storage": 0.30},
+    }  # fmt: skip
+    rows = [
+        {"member": "a", "storage": 0.09, "checks_failed": ["slice_axis"]},  # worse, flagged
+        {"member": "b", "storage": 0.12, "checks_failed": []},  # worse, silent
+        {"member": "c", "storage": 0.20, "checks_failed": []},  # better
+        {"member": "d", "storage": 0.50, "checks_failed": []},  # no classical map
+    ]
+    rates = sweep.classical_rates(rows, base)
+    assert rates == dict(of=3, worse=2, worse_flagged=1, silent=["b"])
+    tissue = {"member_facts": {"law": "voigt"}}
+    laws = [
+        {**tissue, "law": {"mu_model": "voigt", "determined": True}},
+        {**tissue, "law": {"mu_model": "springpot", "determined": True}},
+        {**tissue, "law": {"mu_model": "springpot", "determined": False}},
+        {**tissue, "law": {"mu_model": "per-frequency"}},  # one frequency: not judged
+    ]
+    assert sweep.law_rates(laws) == dict(judged=3, wrong=2, wrong_determined=1)
