@@ -498,7 +498,7 @@ def report(args) -> int:
             )
         print("\n| member | G' | G'' | R | contrast | voxels/lambda (u) | checks fired |")
         print("|---|---|---|---|---|---|---|")
-        for r in (r for g in groups.values() for r in g):
+        for r in members:
             con = " / ".join(f"{v:.2f}" for v in (r["contrast"] or {}).values() if v is not None)
             print(
                 f"| {r['member']} | {pct(r['storage'])} | {pct(r['loss'])} | "

@@ -457,7 +457,7 @@ def _slice_axis_check(
     measured = (
         f"{share:.0%} of the wave's curvature runs along the slice axis "
         f"(|k_z|^2 / |k|^2 estimated from u, {slices} slices; fails from {limit:g}"
-        + (" for three components below a noise fraction of 0.15)" if elastic else ")")
+        + (f" for three components below a noise fraction of {lim['loud']:g})" if elastic else ")")
     )
     advice = (
         "the wave runs through the stack of slices, which the fitted networks follow "

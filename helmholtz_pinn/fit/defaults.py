@@ -104,11 +104,9 @@ SMALL_NETWORKS = dict(width=64, mu_width=32, n_features=64)  # those of config.c
 # three-component volumes where coarse sampling meets noise (below COARSE voxels, noise
 # fraction at least CLEAN_NOISE) or whose noise fraction is at least NOISY_3C (the
 # sweep's -10 dB organs read 0.23-0.28, its -20 dB ones 0.07-0.09): a stronger physics
-# prior where the data fit the noise. On the sweep's tuning organs it took the -10 dB
-# members 27-62 % -> 18-45 % and the 3.5 mm organ at -20 dB 17.6 -> 12.2 %; the
-# brain-like organ at -20 dB went 6.0 -> 11.1 % (twice each), so other -20 dB data keep
-# PDE_WEIGHT. One or two components: proposed (mixed on the tuning members); 2-D slices
-# of three components: not measured.
+# prior where the data fit the noise. Other -20 dB data keep PDE_WEIGHT (a good organ
+# fit lost accuracy at 0.2 and 0.3). One or two components: proposed; 2-D slices of
+# three components: not measured. Why: docs/defaults.md, "The PDE weight on noisy data".
 PDE_WEIGHT = 0.1
 NOISY_PDE_WEIGHT = 0.3
 NOISY_3C = 0.15
