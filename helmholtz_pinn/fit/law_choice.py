@@ -39,7 +39,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     :func:`helmholtz_pinn.assess.laws.prior`'s: the classical per-frequency estimate's
     favourite first), until one is kept:
 
-    - one dataset (not a batch or the slices of a volume): after the first law's fit,
+    - one dataset (not a batch or the slices of a volume) of a form without a pressure
+      (:func:`_wave_judges`; not navier): after the first law's fit,
       every law's modulus network is fitted on that fit's wave (an ensemble: on each
       seed's, the worst spread) (:mod:`helmholtz_pinn.pinn.law_judge`);
       where their spreads separate the laws (:func:`laws.choice`) and keep the law fitted,
@@ -49,7 +50,7 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
       ``law_spread`` (the worst over a batch), as :func:`laws.choice` says (with
       ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
 
-    Where the first law's wave cannot judge the laws on one dataset (a 2-D elastic slice),
+    Where the first law's wave does not judge the laws on one dataset (navier),
     the next law's programs compile on a GPU while the first law trains, from when its
     Adam block has compiled (:func:`helmholtz_pinn.fit.chunks.compile_ahead`: the same
     programs, so the same fit).
@@ -130,10 +131,7 @@ def _judged(t: Trained) -> dict[str, float] | None:
     """The spread of every law of :data:`laws.ORDER` with its modulus network fitted on
     the wave of the fit ``t`` of one dataset (:func:`helmholtz_pinn.pinn.law_judge.judge`;
     an ensemble: on each seed's wave, the worst); None for a batch or the slices of a
-    volume (several datasets), and where the form's auxiliary field (the pressure of a
-    2-D elastic slice) is an output of the mu-network: each law's modulus fit on the wave
-    must fit that field too, and it has never separated the laws there (docs/defaults.md,
-    "One fit, the laws judged on its wave")."""
+    volume (several datasets), and for a form with an auxiliary field (:func:`_wave_judges`)."""
     if not _wave_judges(t.plan):
         return None
     state = t.fitted.state
@@ -146,10 +144,12 @@ def _judged(t: Trained) -> dict[str, float] | None:
 
 def _wave_judges(plan: Plan) -> bool:
     """Whether :func:`_judged` judges the laws on the wave of a fit by ``plan``: one
-    dataset, and no auxiliary field in the mu-network."""
-    if plan.stacked:
-        return False
-    return not (plan.spec.aux_channels and plan.spec.aux_network == "mu")
+    dataset, and a form without an auxiliary field. A free pressure (navier) takes up
+    part of the fitted law's misfit wherever it sits: on the mu-network (a 2-D slice) the
+    judgement never separated the laws, and on the u-network (a volume) the first law's
+    wave kept the first law whatever the tissue's (docs/defaults.md, "Three components
+    fit both laws")."""
+    return not plan.stacked and not plan.spec.aux_channels
 
 
 def _law_limit(t: Trained) -> float:
