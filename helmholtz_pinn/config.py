@@ -58,9 +58,9 @@ class Config:
         equation mu(omega); some need two or more frequencies), or auto (chosen by the
         data: one law of helmholtz_pinn.laws.auto() is fitted and every law's modulus is
         fitted to its wave; the law that satisfies the PDE at every frequency more alike
-        is kept, and the other law is fitted too where that does not keep the first,
-        helmholtz_pinn.assess.laws; one frequency needs no law: an independent modulus per
-        frequency).
+        is kept, and the other law is fitted too where that does not keep the first or
+        the form has a pressure (navier: both laws fitted), helmholtz_pinn.assess.laws;
+        one frequency needs no law: an independent modulus per frequency).
       aux_network: the network that outputs the navier pressure, u or mu; None: mu for
         2-D data, u for one 3-D fit.
       weighting: noise (each frequency's and component's field weighs 1 / n^2, n its

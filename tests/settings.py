@@ -71,6 +71,18 @@ def volume():
     )
 
 
+def shear_volume(grid=(28, 24, 10), h=1.5e-3, mu0=3000.0 + 300.0j):
+    """Shear plane waves (polarised across their direction) in a uniform volume of modulus
+    ``mu0`` (Pa), three components, at 60 and 80 Hz: (the Dataset, mu0)."""
+    x, y, z = np.meshgrid(*[np.arange(n) * h for n in grid], indexing="ij")
+    u = np.zeros((2, 3, *grid), complex)
+    for i, f in enumerate((60.0, 80.0)):
+        k = 2 * np.pi * f * np.sqrt(1000.0 / mu0)
+        u[i, 2] = np.exp(1j * k * (0.8 * x + 0.6 * y))  # along (0.8, 0.6, 0), polarised z
+        u[i, 0] = 0.5 * np.exp(1j * k * (0.6 * y + 0.8 * z))  # along (0, 0.6, 0.8), along x
+    return Dataset(u=u, frequency=np.array([60.0, 80.0]), spacing=np.full(3, h)), mu0
+
+
 # Small networks for fits of the plane waves below (tests/fit/test_joint.py, test_law_choice.py).
 WAVES_FIT = dict(
     width=48,

@@ -1,10 +1,11 @@
 """``mu_model="auto"``: which viscoelastic law a run keeps.
 
-One law is fitted and every law is judged on its wave; the second law is fitted only
-where that judgement does not keep the first (one frequency needs no law:
-per-frequency). The laws are judged by the spread of their per-frequency factors
-(:func:`helmholtz_pinn.assess.laws.choice`), and the kept fit's L-BFGS phase goes on to
-its plan's full length; the Result records the choice as its ``law`` fact.
+One law is fitted and every law is judged on its wave; the second law is fitted where
+that judgement does not keep the first, and always for a form with a pressure (navier;
+one frequency needs no law: per-frequency). The laws are judged by the spread of their
+per-frequency factors (:func:`helmholtz_pinn.assess.laws.choice`), and the kept fit's
+L-BFGS phase goes on to its plan's full length; the Result records the choice as its
+``law`` fact.
 """
 
 from __future__ import annotations
