@@ -45,8 +45,12 @@ demo: $(STAMP)
 	@echo "results in $(OUT)/pinn, $(OUT)/ahi, $(OUT)/ahi_smoothed (mu.npz in Pa, metrics.json, *.png)"
 
 ## Install the package with test tools and run the test suite (CPU).
+# Two pytest workers (pytest-xdist): on the 2-core CI machine XLA's compiles are mostly
+# single-threaded, so a second process fills the other core (docs/performance.md).
+# TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check helmholtz_pinn tests scripts
