@@ -60,7 +60,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     not kept are dropped. Every Result's ``law`` fact records the choice, the spreads it
     was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run; where the
     first fit's wave did not decide, its spreads as ``first_wave`` ({"law", "tried",
-    "limit": the first law's law_consistency limit}).
+    "limit": the first law's law_consistency limit}); where both laws were fitted, each
+    fit's last Adam losses as ``losses`` ({law: {"data", "pde"}}, :func:`_final_losses`).
 
     The fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
@@ -113,6 +114,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     }
     if difference is not None:
         record["map_difference"] = round(difference, 4)
+    if len(trained) > 1:
+        record["losses"] = {law: _final_losses(t) for law, t in trained.items()}
     if judged is not None and not one:  # what the first fit's wave said, for the record
         record["first_wave"] = {"law": first, "tried": judged, "limit": round(limit, 4)}
     return _with_law(results(kept), record)
@@ -173,6 +176,14 @@ def _map_difference(trained: dict[str, Trained]) -> float | None:
         return None
     (a, *_), (b, *_) = (t.fitted.maps[0] for t in fits)
     return laws.map_difference(a.mean(axis=0), b.mean(axis=0), fits[0].datasets[0].mask)
+
+
+def _final_losses(t: Trained) -> dict:
+    """The data and PDE losses (nondimensional; per member for a batch or an ensemble) of
+    the fit ``t``'s last Adam step, before any L-BFGS phase: where both laws are fitted,
+    how well each law's fit met the data and the equation on the same schedule."""
+    last = t.fitted.history[-1] if t.fitted.history else {}
+    return {k: last.get(f"last_{k}") for k in ("data", "pde")}
 
 
 def _law_spread(t: Trained) -> float | None:

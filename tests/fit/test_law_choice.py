@@ -70,6 +70,8 @@ def test_three_components_fit_both_laws_without_the_judge(data, monkeypatch):
     law = result.metrics["law"]
     assert (law["fits"], law["judged_on"]) == (2, "each law's own fit")
     assert result.metrics["plan"]["pde"] == "navier" and "first_wave" not in law
+    assert set(law["losses"]) == set(law["tried"])  # each law's fit: its last Adam losses
+    assert all(v > 0 for losses in law["losses"].values() for v in losses.values())
     ((second, compiled),) = ahead  # the second law, certain to be fitted, compiled ahead
     assert second == list(law["tried"])[1]
     assert compiled.result() is None
