@@ -61,7 +61,9 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     was made on (``tried``), on which wave (``judged_on``) and the ``fits`` run; where the
     first fit's wave did not decide, its spreads as ``first_wave`` ({"law", "tried",
     "limit": the first law's law_consistency limit}); where both laws were fitted, each
-    fit's last Adam losses as ``losses`` ({law: {"data", "pde"}}, :func:`_final_losses`).
+    fit's last Adam losses as ``losses`` ({law: {"data", "pde"}}, :func:`_final_losses`)
+    and, for one dataset, the other law's map (``Result.others``) and accuracy
+    (``law.other``, :func:`_with_other`).
 
     The fits' L-BFGS phases, where the phase applies, have
     :data:`helmholtz_pinn.fit.plan.AUTO_LBFGS_STEPS` iterations (the length at which the
@@ -118,7 +120,32 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
         record["losses"] = {law: _final_losses(t) for law, t in trained.items()}
     if judged is not None and not one:  # what the first fit's wave said, for the record
         record["first_wave"] = {"law": first, "tried": judged, "limit": round(limit, 4)}
-    return _with_law(results(kept), record)
+    out = _with_law(results(kept), record)
+    if isinstance(out, Result):  # one fit of one dataset: the other law's map beside it
+        for other in (t for name, t in trained.items() if name != law):
+            _with_other(out, other)
+    return out
+
+
+def _with_other(result: Result, other: Trained) -> None:
+    """Add to ``result`` the map of the law ``other`` fitted beside it and not kept
+    (``Result.others``, Pa: its members' mean) and, where the dataset has a ground truth,
+    that map's accuracy over the same voxels as ``law.other`` (``mu_model`` and the G'
+    and G'' errors and R of :func:`helmholtz_pinn.assess.metrics.evaluate`)."""
+    from helmholtz_pinn.assess import metrics
+
+    law = other.plan.mu_model
+    if other.plan.stacked or other.slicewise:
+        return
+    mu = np.asarray(other.fitted.maps[0][0]).mean(axis=0)
+    result.others = {**(result.others or {}), law: mu}
+    facts = {"mu_model": law}
+    if result.dataset is not None:
+        margin = result.metrics.get("metric_margin", 0)
+        known = metrics.evaluate(mu, result.dataset, margin=margin)
+        keys = ("median_rel_error_storage", "median_rel_error_loss", "pearson_r_storage")
+        facts.update({k: known[k] for k in keys if k in known})
+    result.metrics["law"]["other"] = facts
 
 
 def _fit(given: Admitted, plan: Plan, run: dict, caught: dict, n_laws: int) -> Trained:

@@ -41,6 +41,9 @@ class Result:
       config: the settings used (a :class:`~helmholtz_pinn.config.Config` for the PINN, a
         dict for a baseline). params/consts: trained network parameters.
       mu_std: ensemble standard deviation of Re and Im of mu, Pa (None for one fit).
+      others: the maps of the laws fitted beside the kept one and not kept, complex Pa,
+        ``(F, *grid)``, by law (``mu_model="auto"`` with both laws fitted on one dataset;
+        saved in mu.npz as ``mu_<law>``); None otherwise.
     """
 
     mu: np.ndarray
@@ -54,6 +57,7 @@ class Result:
     consts: Any = None
     dataset: Dataset | None = None
     mu_std: np.ndarray | None = None
+    others: dict[str, np.ndarray] | None = None
 
     @property
     def storage_modulus(self) -> np.ndarray:
@@ -64,7 +68,8 @@ class Result:
         self, out: str | Path, *, nifti: bool = False, affine: np.ndarray | None = None
     ) -> Path:
         """Write mu.npz (Pa; a fit of a law with parameters adds their maps, e.g. its
-        ``alpha`` or its ``viscosity`` in Pa s: :mod:`helmholtz_pinn.laws`), metrics.json,
+        ``alpha`` or its ``viscosity`` in Pa s: :mod:`helmholtz_pinn.laws`; the maps of
+        laws fitted and not kept as ``mu_<law>``), metrics.json,
         history.csv, config.json (and the NIfTI maps), in place of an earlier run's result
         files in ``out`` (other files are left alone), then the figures. The files are
         written beside and moved in when all are written
@@ -116,6 +121,7 @@ class Result:
         from helmholtz_pinn.report import files
 
         extra = {} if self.mu_std is None else {"mu_std": self.mu_std}
+        extra.update({f"mu_{law}": m for law, m in (self.others or {}).items()})
         if "wave_misfit" in self.metrics and self.dataset is not None:
             from helmholtz_pinn.assess.metrics import wave_misfit
 

@@ -50,7 +50,7 @@ def test_one_fit_keeps_the_law_and_the_map_of_two_fits(waves, law, other, ensemb
 
 
 @pytest.mark.parametrize("data", ["slice", "volume"])
-def test_three_components_fit_both_laws_without_the_judge(data, monkeypatch):
+def test_three_components_fit_both_laws_without_the_judge(data, monkeypatch, tmp_path):
     """The navier form's free pressure takes up part of a law's misfit: on a 2-D elastic
     slice (the pressure an output of the mu-network) the judgement on one wave never
     separated the laws, and on a volume (on the u-network) the first law's wave kept the
@@ -72,6 +72,12 @@ def test_three_components_fit_both_laws_without_the_judge(data, monkeypatch):
     assert result.metrics["plan"]["pde"] == "navier" and "first_wave" not in law
     assert set(law["losses"]) == set(law["tried"])  # each law's fit: its last Adam losses
     assert all(v > 0 for losses in law["losses"].values() for v in losses.values())
+    (other,) = set(law["tried"]) - {law["mu_model"]}  # the law not kept: its map beside
+    assert list(result.others) == [other] and result.others[other].shape == result.mu.shape
+    assert law["other"]["mu_model"] == other
+    assert ("median_rel_error_storage" in law["other"]) == (given.mu is not None)
+    with np.load(result.save(tmp_path) / "mu.npz") as saved:
+        np.testing.assert_array_equal(saved[f"mu_{other}"], result.others[other])
     ((second, compiled),) = ahead  # the second law, certain to be fitted, compiled ahead
     assert second == list(law["tried"])[1]
     assert compiled.result() is None
