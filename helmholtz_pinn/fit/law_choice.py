@@ -129,7 +129,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
 
 def _with_other(result: Result, other: Trained) -> None:
     """Add to ``result`` the map of the law ``other`` fitted beside it and not kept
-    (``Result.others``, Pa: its members' mean) and, where the dataset has a ground truth,
+    (``Result.others``, Pa: its members' mean, as judged: an L-BFGS phase is not continued
+    for it) and, where the dataset has a ground truth,
     that map's accuracy over the same voxels as ``law.other`` (``mu_model`` and the G'
     and G'' errors and R of :func:`helmholtz_pinn.assess.metrics.evaluate`)."""
     from helmholtz_pinn.assess import metrics
