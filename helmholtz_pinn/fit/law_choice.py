@@ -132,7 +132,8 @@ def _with_other(result: Result, other: Trained) -> None:
     (``Result.others``, Pa: its members' mean, as judged: an L-BFGS phase is not continued
     for it) and, where the dataset has a ground truth,
     that map's accuracy over the same voxels as ``law.other`` (``mu_model`` and the G'
-    and G'' errors and R of :func:`helmholtz_pinn.assess.metrics.evaluate`)."""
+    and G'' errors and R of :func:`helmholtz_pinn.assess.metrics.evaluate`); an
+    undetermined law's line says where that map is."""
     from helmholtz_pinn.assess import metrics
 
     law = other.plan.mu_model
@@ -146,7 +147,10 @@ def _with_other(result: Result, other: Trained) -> None:
         known = metrics.evaluate(mu, result.dataset, margin=margin)
         keys = ("median_rel_error_storage", "median_rel_error_loss", "pearson_r_storage")
         facts.update({k: known[k] for k in keys if k in known})
-    result.metrics["law"]["other"] = facts
+    record = result.metrics["law"]
+    record["other"] = facts
+    if not record["determined"]:
+        record["line"] += f"; {law}'s map beside it as mu_{law}"
 
 
 def _fit(given: Admitted, plan: Plan, run: dict, caught: dict, n_laws: int) -> Trained:

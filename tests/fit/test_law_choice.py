@@ -75,6 +75,7 @@ def test_three_components_fit_both_laws_without_the_judge(data, monkeypatch, tmp
     (other,) = set(law["tried"]) - {law["mu_model"]}  # the law not kept: its map beside
     assert list(result.others) == [other] and result.others[other].shape == result.mu.shape
     assert law["other"]["mu_model"] == other
+    assert (f"mu_{other}" in law["line"]) == (not law["determined"])
     assert ("median_rel_error_storage" in law["other"]) == (given.mu is not None)
     with np.load(result.save(tmp_path) / "mu.npz") as saved:
         np.testing.assert_array_equal(saved[f"mu_{other}"], result.others[other])
