@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from helmholtz_pinn.assess import fit_checks, laws
+from helmholtz_pinn.assess import fit_checks, laws, metrics
 from helmholtz_pinn.fit import chunks
 from helmholtz_pinn.fit.admission import Admitted
 from helmholtz_pinn.fit.plan import Plan
@@ -130,12 +130,10 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
 def _with_other(result: Result, other: Trained) -> None:
     """Add to ``result`` the map of the law ``other`` fitted beside it and not kept
     (``Result.others``, Pa: its members' mean, as judged: an L-BFGS phase is not continued
-    for it) and, where the dataset has a ground truth,
-    that map's accuracy over the same voxels as ``law.other`` (``mu_model`` and the G'
-    and G'' errors and R of :func:`helmholtz_pinn.assess.metrics.evaluate`); an
-    undetermined law's line says where that map is."""
-    from helmholtz_pinn.assess import metrics
-
+    for it) and, where the dataset has a ground truth, that map's accuracy over the same
+    voxels as ``law.other`` (``mu_model`` and the G' and G'' errors and R of
+    :func:`helmholtz_pinn.assess.metrics.evaluate`); an undetermined law's line says
+    where that map is."""
     law = other.plan.mu_model
     if other.plan.stacked or other.slicewise:
         return
