@@ -198,7 +198,7 @@ def test_auto_continues_the_kept_law_unless_the_phase_length_is_given(monkeypatc
         ns = types.SimpleNamespace
         goes_on = 4 if plan.config.lbfgs_steps is None else plan.lbfgs_continued_to
         phase = ns(stacked=True, lbfgs_steps=plan.lbfgs_steps, lbfgs_continued_to=goes_on)
-        return ns(law=plan.mu_model, plan=phase, fitted=ns(facts={}))
+        return ns(law=plan.mu_model, plan=phase, fitted=ns(facts={}, history=[]))
 
     monkeypatch.setattr(law_choice, "train", trained)
     spreads = {"springpot": 0.02, "voigt": 0.01}
