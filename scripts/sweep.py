@@ -452,6 +452,23 @@ def law_rates(rows: list[dict]) -> dict:
     return dict(judged=len(judged), wrong=len(wrong), wrong_determined=told)
 
 
+def other_map_rates(rows: list[dict]) -> dict:
+    """Over PINN rows where both laws were fitted and the other law's map was scored
+    (``law.other``): how often the kept map's G' error is the lower, and the points of
+    G' error the kept maps and the better of each pair sum to."""
+    pairs = [
+        (r["storage"], r["law"]["other"]["median_rel_error_storage"])
+        for r in rows
+        if "median_rel_error_storage" in ((r.get("law") or {}).get("other") or {})
+    ]
+    return dict(
+        pairs=len(pairs),
+        kept_better=sum(kept <= other for kept, other in pairs),
+        kept_sum=100 * sum(kept for kept, _ in pairs),
+        best_sum=100 * sum(min(pair) for pair in pairs),
+    )
+
+
 def report(args) -> int:
     rows = [json.loads(line) for p in args.records for line in Path(p).read_text().splitlines()]
     pinn = sorted({r["method"] for r in rows} - {"ahi-smoothed", "curl-mdev"})
@@ -495,6 +512,13 @@ def report(args) -> int:
             print(
                 f"law chosen by auto on {laws['judged']}: not the tissue's on {laws['wrong']}, "
                 f"{laws['wrong_determined']} of those said to be determined by the data"
+            )
+        other = other_map_rates(members)
+        if other["pairs"]:
+            print(
+                f"both laws' maps scored on {other['pairs']}: the kept map the better on "
+                f"{other['kept_better']}; G' error summed {other['kept_sum']:.1f} points "
+                f"(the better of each pair: {other['best_sum']:.1f})"
             )
         print("\n| member | G' | G'' | R | contrast | voxels/lambda (u) | checks fired |")
         print("|---|---|---|---|---|---|---|")

@@ -104,3 +104,23 @@ def test_classical_and_law_rates_count_worse_maps_and_wrong_laws():
         {**tissue, "law": {"mu_model": "per-frequency"}},  # one frequency: not judged
     ]
     assert sweep.law_rates(laws) == dict(judged=3, wrong=2, wrong_determined=1)
+
+
+def test_other_map_rates_compare_the_kept_map_with_the_other_laws():
+    """Where both laws' maps were scored, the kept map counts as the better one where its
+    G' error is the lower, and the sums are in points; rows without the other map's
+    error are left out."""
+    sweep = _script()
+
+    def other(err):
+        return {"law": {"other": {"mu_model": "voigt", "median_rel_error_storage": err}}}
+
+    rows = [
+        {"storage": 0.10, **other(0.20)},  # kept the better
+        {"storage": 0.30, **other(0.10)},  # kept the worse
+        {"storage": 0.05, "law": {"other": {"mu_model": "voigt"}}},  # no ground truth
+        {"storage": 0.05, "law": {"mu_model": "voigt"}},  # one fit
+    ]
+    rates = sweep.other_map_rates(rows)
+    assert rates["pairs"] == 2 and rates["kept_better"] == 1
+    assert round(rates["kept_sum"], 9) == 40.0 and round(rates["best_sum"], 9) == 20.0
