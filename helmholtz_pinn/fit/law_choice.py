@@ -98,7 +98,8 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     law = decision.kept
     for w in caught[law]:  # the kept fit's warnings, as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    difference = _map_difference(trained)  # before the kept fit goes on
+    means = {name: _mean_map(t) for name, t in trained.items()}  # before the kept fit goes on
+    difference = _map_difference(means, trained[law])
     kept = trained[law]
     if kept.plan.lbfgs_continued_to > kept.plan.lbfgs_steps:  # not an lbfgs_steps given
         kept = _continued(kept, run)
@@ -121,23 +122,19 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     if judged is not None and not one:  # what the first fit's wave said, for the record
         record["first_wave"] = {"law": first, "tried": judged, "limit": round(limit, 4)}
     out = _with_law(results(kept), record)
-    if isinstance(out, Result):  # one fit of one dataset: the other law's map beside it
-        for other in (t for name, t in trained.items() if name != law):
-            _with_other(out, other)
+    for name, mu in means.items():  # one dataset: the other law's map beside the kept one
+        if name != law and mu is not None:
+            _with_other(out, name, mu)
     return out
 
 
-def _with_other(result: Result, other: Trained) -> None:
-    """Add to ``result`` the map of the law ``other`` fitted beside it and not kept
-    (``Result.others``, Pa: its members' mean, as judged: an L-BFGS phase is not continued
+def _with_other(result: Result, law: str, mu: np.ndarray) -> None:
+    """Add to ``result`` the map ``mu`` of the law ``law`` fitted beside it and not kept
+    (``Result.others``, Pa: :func:`_mean_map`, as judged: an L-BFGS phase is not continued
     for it) and, where the dataset has a ground truth, that map's accuracy over the same
     voxels as ``law.other`` (``mu_model`` and the G' and G'' errors and R of
     :func:`helmholtz_pinn.assess.metrics.evaluate`); an undetermined law's line says
     where that map is."""
-    law = other.plan.mu_model
-    if other.plan.stacked or other.slicewise:
-        return
-    mu = np.asarray(other.fitted.maps[0][0]).mean(axis=0)
     result.others = {**(result.others or {}), law: mu}
     facts = {"mu_model": law}
     if result.dataset is not None:
@@ -197,15 +194,20 @@ def _law_limit(t: Trained) -> float:
     return fit_checks.law_limit(spread_max, noise, last.get("last_pde"), t.plan.small_fit)
 
 
-def _map_difference(trained: dict[str, Trained]) -> float | None:
-    """The median relative difference of the laws' G' maps
-    (:func:`helmholtz_pinn.assess.laws.map_difference`, the mean over ensemble seeds) of one
-    fit each (not a batch or the slices of a volume); None otherwise."""
-    fits = list(trained.values())
-    if len(fits) != 2 or any(t.plan.stacked for t in fits):
+def _mean_map(t: Trained) -> np.ndarray | None:
+    """The map of the fit ``t`` of one dataset, complex Pa ``(F, *grid)``: the mean over
+    its ensemble members; None for a batch or the slices of a volume (stacked)."""
+    return None if t.plan.stacked else np.asarray(t.fitted.maps[0][0]).mean(axis=0)
+
+
+def _map_difference(means: dict[str, np.ndarray | None], t: Trained) -> float | None:
+    """The median relative difference over the mask of ``t``'s dataset of two laws' G'
+    maps (:func:`helmholtz_pinn.assess.laws.map_difference`; ``means``: :func:`_mean_map`
+    of each law's fit); None unless there are two maps."""
+    maps = list(means.values())
+    if len(maps) != 2 or any(m is None for m in maps):
         return None
-    (a, *_), (b, *_) = (t.fitted.maps[0] for t in fits)
-    return laws.map_difference(a.mean(axis=0), b.mean(axis=0), fits[0].datasets[0].mask)
+    return laws.map_difference(*maps, t.datasets[0].mask)
 
 
 def _final_losses(t: Trained) -> dict:
