@@ -301,12 +301,27 @@ def fit(method: str, data, tiny: bool) -> tuple[dict, list[str], float]:
             settings.update(json.loads(method[4:]))
         res = hp.invert(data, progress=False, **settings)
     facts = res.metrics
+    _score_mean_of_laws(res, data)
     if method == "rules":
         facts["proposals_applied"] = proposals
     # the checks as the tool runs them (fit_quality holds the data-space checks too, with
     # the run's own settings: the small fit's limits among them)
     failed = {c["name"] for c in facts.get("fit_quality", []) if not c["passed"]}
     return facts, sorted(failed), time.perf_counter() - t0
+
+
+def _score_mean_of_laws(res, data) -> None:
+    """Where both laws were fitted and scored (``law.other``), the accuracy of the mean of
+    the two laws' per-frequency maps as ``law.mean`` (G' and G'' errors, R, contrast): a
+    candidate map for an undetermined law, measured, not what the tool writes."""
+    law = res.metrics.get("law") or {}
+    if not res.others or "other" not in law or len(res.others) != 1:
+        return
+    (other,) = res.others.values()
+    mean = 0.5 * (np.asarray(res.mu) + np.asarray(other))
+    known = hp.evaluate(mean, data, margin=res.metrics.get("metric_margin", 0))
+    keys = ("median_rel_error_storage", "median_rel_error_loss", "pearson_r_storage")
+    law["mean"] = {k: known[k] for k in (*keys, "contrast_transfer") if k in known}
 
 
 def record(m: Member, data, method: str, facts: dict, failed: list[str], seconds: float) -> dict:

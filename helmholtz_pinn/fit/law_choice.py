@@ -132,15 +132,20 @@ def _with_other(result: Result, law: str, mu: np.ndarray) -> None:
     """Add to ``result`` the map ``mu`` of the law ``law`` fitted beside it and not kept
     (``Result.others``, Pa: :func:`_mean_map`, as judged: an L-BFGS phase is not continued
     for it) and, where the dataset has a ground truth, that map's accuracy over the same
-    voxels as ``law.other`` (``mu_model`` and the G' and G'' errors and R of
-    :func:`helmholtz_pinn.assess.metrics.evaluate`); an undetermined law's line says
+    voxels as ``law.other`` (``mu_model`` and the G' and G'' errors, R and the targets'
+    contrast of :func:`helmholtz_pinn.assess.metrics.evaluate`); an undetermined law's line says
     where that map is."""
     result.others = {**(result.others or {}), law: mu}
     facts = {"mu_model": law}
     if result.dataset is not None:
         margin = result.metrics.get("metric_margin", 0)
         known = metrics.evaluate(mu, result.dataset, margin=margin)
-        keys = ("median_rel_error_storage", "median_rel_error_loss", "pearson_r_storage")
+        keys = (
+            "median_rel_error_storage",
+            "median_rel_error_loss",
+            "pearson_r_storage",
+            "contrast_transfer",
+        )
         facts.update({k: known[k] for k in keys if k in known})
     record = result.metrics["law"]
     record["other"] = facts
