@@ -65,6 +65,7 @@ __all__ = [
     "pde_weight",
     "settings",
     "sigma_factor_u",
+    "small_noisy_2d",
     "sigma_ratio_z",
     "steps",
 ]
@@ -96,8 +97,10 @@ CLEAN_NOISE = 0.02
 # -20 dB, 8 voxels: 26 % G'; clean it was 3.6 %).
 COARSE = 10.0
 # 2-D data with fewer mask voxels than this are small against the tuned 80 x 100 grids
-# (8000 voxels): the bundled example (30 x 36) gave 36 % at the default networks and 15 %
-# at the CPU-sized ones.
+# (8000 voxels): noisy ones get the small fit (:func:`small_noisy_2d`: the sweep's noisy
+# organ slices of 308-800 voxels collapsed at the default networks, 79-99 % G'); for
+# clean ones the CPU-sized networks are a proposal (the bundled example, 30 x 36, gave
+# 36 % at the default networks and 15 % at the CPU-sized ones).
 SMALL_2D = 2000
 SMALL_NETWORKS = dict(width=64, mu_width=32, n_features=64)  # those of config.cpu_settings
 # The PDE loss's weight where the Config leaves it None: PDE_WEIGHT, NOISY_PDE_WEIGHT for
@@ -214,6 +217,14 @@ def noisy_coarse_fit(facts: DataFacts) -> bool:
     return facts.noise >= CLEAN_NOISE and facts.voxels_per_wavelength < TUNED_VOXELS
 
 
+def small_noisy_2d(facts: DataFacts) -> bool:
+    """Noisy 2-D data (best noise fraction at least ``CLEAN_NOISE``) of fewer than
+    :data:`SMALL_2D` mask voxels, at any sampling: the other region of :func:`fit_size`'s
+    small fit (u's wavelength reads long on a slice of 3-D motion, so the sampling rule
+    alone misses these fields)."""
+    return facts.ndim == 2 and facts.noise >= CLEAN_NOISE and facts.mask_voxels < SMALL_2D
+
+
 def base_factor_u(ndim: int, noise: float) -> float:
     """The u-network's factor in the tuned region: :data:`SIGMA_FACTOR_U_3D` for 3-D data
     and for 2-D data whose best field's noise fraction ``noise`` is at least
@@ -298,22 +309,30 @@ def fourier_scales(facts: DataFacts, factor_u: float, factor_mu: float = 0.5) ->
 
 
 def fit_size(facts: DataFacts) -> Default:
-    """The small fit where noise meets coarse sampling (:func:`noisy_coarse_fit`): the
-    Config fields of :func:`helmholtz_pinn.config.cpu_settings` for the data's
-    components (64-wide networks, mu 32, 64 Fourier features; 3000 steps of 512 voxels
-    at 2e-3 for one or two components, 5000 of 1024 at 1e-3 for three). Elsewhere
-    ``{}`` (the tables by dimension, :data:`STEPS`, :data:`LEARNING_RATE`).
+    """The small fit where noise meets coarse sampling (:func:`noisy_coarse_fit`) or a
+    small 2-D field (:func:`small_noisy_2d`): the Config fields of
+    :func:`helmholtz_pinn.config.cpu_settings` for the data's components (64-wide
+    networks, mu 32, 64 Fourier features; 3000 steps of 512 voxels at 2e-3 for one or two
+    components, 5000 of 1024 at 1e-3 for three). Elsewhere ``{}`` (the tables by
+    dimension, :data:`STEPS`, :data:`LEARNING_RATE`).
 
     Why: at the default sizes (256-512 wide, 10 000 steps) the networks fitted the noise
-    and the map collapsed (69-92 % G' on every noisy member below the tuned sampling);
-    the small fit, with the u factor of :func:`sigma_factor_u`, gave 3.6-27.6 % on the
-    same members (docs/defaults.md, "Noisy data below the tuned sampling")."""
-    if not noisy_coarse_fit(facts):
+    and the map collapsed (69-92 % G' on every noisy member below the tuned sampling,
+    79-99 % on the noisy organ slices of 308-800 voxels); the small fit, with the u
+    factor of :func:`sigma_factor_u`, gave 3.6-27.6 % on the members below the tuned
+    sampling (docs/defaults.md, "Noisy data below the tuned sampling")."""
+    if noisy_coarse_fit(facts):
+        rule = (
+            f"the small fit: noise fraction {facts.noise:.3g} (>= {CLEAN_NOISE:g}) at "
+            f"{facts.voxels_per_wavelength:.3g} voxels per wavelength (< {TUNED_VOXELS:g})"
+        )
+    elif small_noisy_2d(facts):
+        rule = (
+            f"the small fit: a noisy 2-D field (noise fraction {facts.noise:.3g} >= "
+            f"{CLEAN_NOISE:g}) of {facts.mask_voxels} voxels (< {SMALL_2D})"
+        )
+    else:
         return Default({}, "the sizes by dimension", True)
-    rule = (
-        f"the small fit: noise fraction {facts.noise:.3g} (>= {CLEAN_NOISE:g}) at "
-        f"{facts.voxels_per_wavelength:.3g} voxels per wavelength (< {TUNED_VOXELS:g})"
-    )
     return Default(cpu_settings(facts.n_comp), rule, True)
 
 

@@ -209,6 +209,28 @@ def test_noise_at_coarse_sampling_gets_the_small_fit(n_comp):
         assert defaults.network_size(region).value["width"] == 512
 
 
+def test_a_small_noisy_2d_field_gets_the_small_fit_at_any_sampling():
+    """A 32 x 32 slice of three components at 17 voxels per wavelength by u (a slice of
+    3-D motion reads long) and a noise fraction of 0.07: the small fit, by the field's
+    size; the same slice clean, or a noisy 2-D field of 2000 voxels or more, or a noisy
+    volume of as few voxels: the sizes by dimension."""
+    from helmholtz_pinn.config import cpu_settings
+
+    slice_ = facts(voxels_per_wavelength=17.0, grid=(32, 32), mask_voxels=800, noise=0.07)
+    slice_ = slice_._replace(ndim=2, through_plane=float("nan"))
+    small = defaults.fit_size(slice_)
+    assert small.value == cpu_settings(3) and small.backed and "800 voxels" in small.rule
+    assert defaults.network_size(slice_).value["width"] == 64
+    assert defaults.steps(slice_).value == 5000
+    others = (
+        slice_._replace(noise=0.004),
+        slice_._replace(mask_voxels=defaults.SMALL_2D, grid=(40, 50)),
+        slice_._replace(ndim=3, grid=(16, 16, 4), mask_voxels=800),
+    )
+    for region in others:
+        assert defaults.fit_size(region).value == {}
+
+
 def test_the_plan_decides_only_the_fields_left_unset():
     """The schedule the plan fills: the small fit's for a noisy field at 6 voxels per
     wavelength (recorded as decided), today's for the clean one; a setting given is
