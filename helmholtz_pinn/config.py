@@ -72,7 +72,8 @@ class Config:
       steps: Adam training steps (rounded up to a multiple of sync_interval); with an
         L-BFGS phase the Adam phase ends at lbfgs_from; None: 10000, and for noisy data
         (noise fraction at least 0.02) sampled with fewer than 14 voxels per shortest
-        wavelength the small fit of cpu_settings (3000 steps, 5000 for three components;
+        wavelength, or 2-D with fewer than 2000 mask voxels, the small fit of
+        cpu_settings (3000 steps, 5000 for three components;
         its networks, batch and rate too, where not set).
       sync_interval: steps per compiled block; the loss is read once a block.
       batch_size: voxels drawn per step; every voxel of the mask when at least their
