@@ -65,8 +65,8 @@ __all__ = [
     "pde_weight",
     "settings",
     "sigma_factor_u",
-    "small_noisy_2d",
     "sigma_ratio_z",
+    "small_noisy_2d",
     "steps",
 ]
 
