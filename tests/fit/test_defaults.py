@@ -129,9 +129,26 @@ def test_coarse_2d_data_get_the_3d_factor():
     assert coarse.value == defaults.SIGMA_FACTOR_U_3D == 0.5 and coarse.backed
     assert "9.2 voxels per wavelength (< 14)" in coarse.rule
     assert defaults.sigma_factor_u(example._replace(voxels_per_wavelength=14.0)).value == 1.0
-    assert defaults.sigma_factor_u(example._replace(noise=0.2)).value == 0.5  # noisy 2-D
+    assert defaults.sigma_factor_u(example._replace(noise=0.2)).value == 0.1  # a slice
+    noisy = example._replace(noise=0.2, grid=(80, 100), mask_voxels=8000, n_comp=2)
+    assert defaults.sigma_factor_u(noisy._replace(voxels_per_wavelength=17.0)).value == 0.5
     one = example._replace(n_comp=1, noise=0.05)  # noisy below the tuned sampling
     assert defaults.sigma_factor_u(one).value == defaults.NOISY_FACTOR_U
+
+
+def test_noisy_three_component_slices_in_the_small_fit_get_a_smooth_u_network():
+    """A 32 x 32 slice of three components at -10 dB (noise fraction 0.2) in the small fit
+    by its size: factor 0.1; at -20 dB (0.07) the 2-D factor 1.0; the same noise on a
+    2-D field too large for the small fit, or of one component there: 0.5."""
+    slice_ = facts(voxels_per_wavelength=17.0, grid=(32, 32), mask_voxels=800, noise=0.2)
+    slice_ = slice_._replace(ndim=2, through_plane=float("nan"))
+    factor = defaults.sigma_factor_u(slice_)
+    assert factor.value == defaults.NOISY_FACTOR_U and factor.backed
+    assert "three-component 2-D field in the small fit" in factor.rule
+    assert defaults.sigma_factor_u(slice_._replace(noise=0.07)).value == 1.0
+    large = slice_._replace(grid=(80, 100), mask_voxels=8000)
+    assert defaults.sigma_factor_u(large).value == 0.5
+    assert defaults.sigma_factor_u(large._replace(n_comp=1)).value == 0.5
 
 
 def test_noisy_data_below_the_tuned_sampling_get_a_smooth_u_network():
