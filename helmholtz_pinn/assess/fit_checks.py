@@ -64,8 +64,9 @@ _UNITS = "check the data's spacing (m) and frequency (Hz)"
 # it flagged only good small fits (6-15 %) while the poor ones were flagged by the data
 # checks (docs/accuracy.md, "Noisy members below the tuned sampling").
 SMALL_FIT_RESOLUTION = (
-    "skipped: the small fit of noisy data at coarse sampling (its poor maps show in the "
-    "data checks: resimulation, wave_modulus, ahi_agreement, data_fit)"
+    "skipped: the small fit of noisy data at coarse sampling or on a small 2-D field (its "
+    "poor maps show in the data checks: resimulation, wave_modulus, ahi_agreement, "
+    "data_fit)"
 )
 
 
@@ -150,8 +151,8 @@ def fit_quality(
         law_consistency's advice then names only what was not tried.
       resimulation: the re-simulation misfits of the map and of a classical map and the
         noise floor, per frequency (:func:`resimulation_facts`); None: not measured.
-      small_fit: the fit is the small fit of noisy data at coarse sampling
-        (:func:`helmholtz_pinn.fit.defaults.fit_size`): ``law_consistency`` allows
+      small_fit: the fit is the small fit of noisy data at coarse sampling or on a small
+        2-D field (:func:`helmholtz_pinn.fit.defaults.fit_size`): ``law_consistency`` allows
         :data:`.laws.SMALL_FIT_SPREAD` times ``spread_max`` and ``resolution`` is skipped.
       checks: the names (of :data:`QUALITY_CHECKS`) to run, in that order.
 

@@ -96,8 +96,9 @@ class Plan:
       decided: the ``config`` fields the data decided (:func:`decide_schedule`, the PDE
         weight).
       fit_size_rule: the rule that decided them, in words.
-      small_fit: the small fit's rule applied (noise at coarse sampling,
-        :func:`helmholtz_pinn.fit.defaults.fit_size`), whichever fields it filled.
+      small_fit: the small fit's rule applied (noise at coarse sampling or a small noisy
+        2-D field, :func:`helmholtz_pinn.fit.defaults.fit_size`), whichever fields it
+        filled.
       pde_margin: per dataset (member), voxels along the field of view's in-plane
         edges without a PDE residual.
       stacked: the members have a leading axis (a batch, a slicewise fit).
