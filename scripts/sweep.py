@@ -320,8 +320,7 @@ def _score_mean_of_laws(res, data) -> None:
     (other,) = res.others.values()
     mean = 0.5 * (np.asarray(res.mu) + np.asarray(other))
     known = hp.evaluate(mean, data, margin=res.metrics.get("metric_margin", 0))
-    keys = ("median_rel_error_storage", "median_rel_error_loss", "pearson_r_storage")
-    law["mean"] = {k: known[k] for k in (*keys, "contrast_transfer") if k in known}
+    law["mean"] = {k: known[k] for k in law["other"] if k in known}  # as law.other scores
 
 
 def record(m: Member, data, method: str, facts: dict, failed: list[str], seconds: float) -> dict:

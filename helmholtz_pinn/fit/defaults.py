@@ -259,8 +259,7 @@ def sigma_factor_u(facts: DataFacts) -> Default:
         )
     coarse_3c = facts.n_comp == 3 and noisy_coarse_fit(facts)
     coarse_3c = coarse_3c and facts.voxels_per_wavelength < COARSE_3C
-    small = noisy_coarse_fit(facts) or small_noisy_2d(facts)
-    if facts.n_comp == 3 and noisy_2d and small:
+    if facts.n_comp == 3 and noisy_2d and fit_size(facts).value:  # in the small fit
         rule = (
             f"{NOISY_FACTOR_U:g}: a three-component 2-D field in the small fit, noise "
             f"fraction {facts.noise:.3g} (>= {NOISY_2D:g})"

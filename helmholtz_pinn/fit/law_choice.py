@@ -128,25 +128,28 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     return out
 
 
+# What law.other records of the other law's map (keys of assess.metrics.evaluate).
+OTHER_MAP_FACTS = (
+    "median_rel_error_storage",
+    "median_rel_error_loss",
+    "pearson_r_storage",
+    "contrast_transfer",
+)
+
+
 def _with_other(result: Result, law: str, mu: np.ndarray) -> None:
     """Add to ``result`` the map ``mu`` of the law ``law`` fitted beside it and not kept
     (``Result.others``, Pa: :func:`_mean_map`, as judged: an L-BFGS phase is not continued
     for it) and, where the dataset has a ground truth, that map's accuracy over the same
     voxels as ``law.other`` (``mu_model`` and the G' and G'' errors, R and the targets'
-    contrast of :func:`helmholtz_pinn.assess.metrics.evaluate`); an undetermined law's line says
-    where that map is."""
+    contrast of :func:`helmholtz_pinn.assess.metrics.evaluate`); an undetermined law's
+    line says where that map is."""
     result.others = {**(result.others or {}), law: mu}
     facts = {"mu_model": law}
     if result.dataset is not None:
         margin = result.metrics.get("metric_margin", 0)
         known = metrics.evaluate(mu, result.dataset, margin=margin)
-        keys = (
-            "median_rel_error_storage",
-            "median_rel_error_loss",
-            "pearson_r_storage",
-            "contrast_transfer",
-        )
-        facts.update({k: known[k] for k in keys if k in known})
+        facts.update({k: known[k] for k in OTHER_MAP_FACTS if k in known})
     record = result.metrics["law"]
     record["other"] = facts
     if not record["determined"]:
