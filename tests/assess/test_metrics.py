@@ -327,6 +327,7 @@ GOOD = dict(  # the inputs of a plausible fit of 3 kPa tissue
     through_plane_share=0.01,
     slice_axis_share=0.03,  # a slab volume's wave, in the slice plane
     slices=10,
+    components=3,
     # its wave re-simulated within the noise, as the classical map's
     resimulation=dict(misfit=[0.12], baseline="AHI", baseline_misfit=[0.11], noise=[0.1]),
 )
