@@ -28,6 +28,7 @@ __all__ = [
     "resimulation_facts",
     "baseline_resimulation",
     "law_limit",
+    "through_plane_share",
 ]
 
 
@@ -591,22 +592,27 @@ def data_facts(dataset) -> dict:
             axis = estimate.through_plane_at_shortest
     except InputError:
         lam = None
-    share = None
-    if dataset.ndim == 2 and dataset.n_comp == 3:
-        u = dataset.u[:, :, np.asarray(dataset.mask, bool)]
-        power = np.sum(np.abs(u) ** 2, axis=-1)  # (F, C)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = float(np.nanmax(power[:, 2] / power.sum(axis=1)))
     return dict(
         frequency=np.asarray(dataset.frequency, float).tolist(),
         spacing=np.asarray(dataset.spacing, float).tolist(),
         rho=float(dataset.rho),
         wavelength_m=lam,
-        through_plane_share=share,
+        through_plane_share=through_plane_share(dataset),
         slice_axis_share=axis,
         slices=int(dataset.grid[2]) if dataset.ndim == 3 else None,
         components=int(dataset.n_comp),
     )
+
+
+def through_plane_share(dataset) -> float | None:
+    """A 2-D dataset of three components: the third (through-plane) component's share of
+    the field power in the mask, the highest over the frequencies; None otherwise."""
+    if dataset.ndim != 2 or dataset.n_comp != 3:
+        return None
+    u = dataset.u[:, :, np.asarray(dataset.mask, bool)]
+    power = np.sum(np.abs(u) ** 2, axis=-1)  # (F, C)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.nanmax(power[:, 2] / power.sum(axis=1)))
 
 
 def _pde_check(final_pde: float | None):

@@ -94,11 +94,13 @@ class LawChoice(NamedTuple):
     rule: str
 
 
-def choice(tried: dict[str, float | None]) -> LawChoice:
+def choice(tried: dict[str, float | None], unfit: str | None = None) -> LawChoice:
     """The law of the lower measured spread among ``tried`` (a tie, or none measured: the
     first of :data:`ORDER` tried), and whether the spreads separate it from the others:
     the next-lowest spread at least :data:`SEPARATION` times the lowest and
-    :data:`RESOLUTION` above it."""
+    :data:`RESOLUTION` above it. ``unfit``: why the fitted equation does not describe
+    the data (a slice of 3-D motion); the
+    spreads then decide nothing, and the law is undetermined however far apart they are."""
     laws = [law for law in ORDER if law in tried]
     spread = {law: math.inf if tried[law] is None else float(tried[law]) for law in laws}
     kept = min(laws, key=lambda law: spread[law])
@@ -106,6 +108,12 @@ def choice(tried: dict[str, float | None]) -> LawChoice:
     low, nxt = spread[kept], (others[0] if others else math.inf)
     if not math.isfinite(low) or (nxt == low):
         return LawChoice(kept, False, f"a tie of the spreads: the first law tried ({kept})")
+    if unfit:
+        rule = (
+            "the lower spread of the per-frequency factors, though the fitted equation does "
+            f"not describe these data ({unfit}), so the spreads decide nothing"
+        )
+        return LawChoice(kept, False, rule)
     determined = nxt >= SEPARATION * low and nxt - low >= RESOLUTION
     if determined:
         return LawChoice(kept, True, "the lower spread of the per-frequency factors")
@@ -130,16 +138,17 @@ def describe(
     *,
     fits: int | None = None,
     on: str | None = None,
+    unfit: str | None = None,
 ) -> str:
     """One line for a log: the law kept, the spread of every law tried (measured ``on``
     one fit's wave, :mod:`helmholtz_pinn.pinn.law_judge`, or each law's own fit),
     whether the data determined it (:func:`choice`; if not, the rule that kept it and,
-    with ``difference``, how far the two laws' G' maps differ, :func:`map_difference`)
-    and, with ``seconds`` (all the fits' wall time), the ``fits`` run (default: one per
+    with ``difference``, how far the two laws' G' maps differ, :func:`map_difference`;
+    ``unfit`` as in :func:`choice`) and, with ``seconds`` (all the fits' wall time), the ``fits`` run (default: one per
     law tried) and what naming the law would spare."""
     spreads = ", ".join(f"{law} {'-' if s is None else f'{s:.2%}'}" for law, s in tried.items())
     where = f" on {on}" if on else ""
-    decision = choice(tried) if len(tried) > 1 else LawChoice(kept, True, "")
+    decision = choice(tried, unfit) if len(tried) > 1 else LawChoice(kept, True, "")
     if decision.determined:
         line = f"law: {kept}, chosen by the data (the lower spread between frequencies{where}: "
         line += f"{spreads})"

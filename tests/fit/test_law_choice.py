@@ -127,3 +127,38 @@ def _on_a_gpu(monkeypatch) -> list:
     monkeypatch.setattr(law_choice, "jax", types.SimpleNamespace(default_backend=lambda: "gpu"))
     monkeypatch.setattr(chunks, "compile_ahead", recorded)
     return started
+
+
+def test_a_slice_of_3d_motion_never_determines_the_law():
+    """``auto`` on a 2-D fit of three components whose through-plane component carries more
+    than ``slice_motion``'s share (1.5 %) of the power gets a reason the spreads decide
+    nothing; a slab-like slice (1 %), a volume and a batch get none."""
+    import types
+
+    from helmholtz_pinn.fit import law_choice
+    from helmholtz_pinn.io.dataset import Dataset
+
+    x, y = np.meshgrid(np.arange(12) * 2e-3, np.arange(12) * 2e-3, indexing="ij")
+    wave = np.exp(1j * 2 * np.pi * (x + 0.3 * y) / 20e-3)
+
+    def given(u, stacked=False):
+        data = Dataset(u=u.astype(np.complex64), frequency=[50.0, 60.0], spacing=[2e-3] * 2)
+        return types.SimpleNamespace(datasets=[data], stacked=stacked)
+
+    def slice_of(z):  # two frequencies, the in-plane pair and a through-plane part
+        return np.stack([np.stack([wave, 0.4 * wave, z * wave])] * 2)
+
+    why = law_choice._unfit(given(slice_of(0.3)))
+    assert why.startswith("a slice of 3-D motion") and "7.2%" in why
+    assert law_choice._unfit(given(slice_of(0.1))) is None
+    assert law_choice._unfit(given(slice_of(0.3), stacked=True)) is None
+    volume = np.ones((2, 3, 4, 4, 4), np.complex64)
+    assert (
+        law_choice._unfit(
+            types.SimpleNamespace(
+                datasets=[Dataset(u=volume, frequency=[50.0, 60.0], spacing=[1e-3] * 3)],
+                stacked=False,
+            )
+        )
+        is None
+    )
