@@ -144,8 +144,8 @@ def describe(
     one fit's wave, :mod:`helmholtz_pinn.pinn.law_judge`, or each law's own fit),
     whether the data determined it (:func:`choice`; if not, the rule that kept it and,
     with ``difference``, how far the two laws' G' maps differ, :func:`map_difference`;
-    ``unfit`` as in :func:`choice`) and, with ``seconds`` (all the fits' wall time), the ``fits`` run (default: one per
-    law tried) and what naming the law would spare."""
+    ``unfit`` as in :func:`choice`) and, with ``seconds`` (all the fits' wall time), the
+    ``fits`` run (default: one per law tried) and what naming the law would spare."""
     spreads = ", ".join(f"{law} {'-' if s is None else f'{s:.2%}'}" for law, s in tried.items())
     where = f" on {on}" if on else ""
     decision = choice(tried, unfit) if len(tried) > 1 else LawChoice(kept, True, "")
