@@ -109,7 +109,7 @@ slice assumes no through-plane derivatives), optionally after Gaussian or
 Savitzky-Golay smoothing (defaults: none for `ahi`, Gaussian of 1.5 voxels for
 `curl-mdev`; a Gaussian width, `--sigma` in voxels or `--sigma-mm` in mm, defaults to 2
 voxels for `ahi` and switches Gaussian smoothing on; both measured in
-[accuracy.md](defaults.md#baseline-smoothing-widths)). Writes the same `mu.npz` /
+[defaults.md](defaults.md#baseline-smoothing-widths)). Writes the same `mu.npz` /
 `metrics.json` (and `wave.png`, `modulus.png`) as `invert`; `metrics.json` records
 `method` and `baseline_settings` (smoothing, widths in voxels and mm, window, spacing in
 mm), and `config.json` holds those settings.
