@@ -50,6 +50,7 @@ def auto_law(given: Admitted, plans: Sequence[Plan], run: dict) -> Result | list
     - otherwise the next law is fitted too and the laws are judged by each fit's own
       ``law_spread`` (the worst over a batch), as :func:`laws.choice` says (with
       ``determined``; if not, ``map_difference``, how far the two laws' G' maps differ).
+      A slice of 3-D motion never determines the law (:func:`_unfit`).
 
     Where the first law's wave does not judge the laws on one dataset (navier),
     the next law's programs compile on a GPU while the first law trains, from when its
