@@ -195,7 +195,9 @@ def fit_quality(
       0.0025 for navier and 0.02 otherwise (the fitted wave wants a modulus that far off the law's
       at some frequency: the law does not describe the data's dispersion); skipped
       without a law; the limit grows with the best field's noise fraction and with
-      ``final_pde`` beyond a converged fit's (:func:`.laws.consistency_limit`);
+      ``final_pde`` beyond a converged fit's (:func:`.laws.consistency_limit`); on a
+      slice of 3-D motion (``through_plane_share`` failing ``slice_motion``) its advice
+      is the volume, not another law;
     - ``resolution``: voxels (mean in-plane size) per shortest shear wavelength of the
       fitted modulus, sqrt(median |mu_f| / rho) / f, the lowest over the frequencies;
       fails below 10 where the data are noisy (best field's noise fraction at least
@@ -254,6 +256,7 @@ def fit_quality(
             law_limit(spread_max, noise_fraction, final_pde, small_fit),
             mu_model,
             tuple(laws_tried),
+            _sliced(through_plane_share),
         ),
         "resolution": SMALL_FIT_RESOLUTION
         if small_fit
@@ -329,7 +332,13 @@ def _ahi_check(median: float, estimate: float | None):
     return ratio, [1 / factor, factor], 1 / factor <= ratio <= factor, measured, advice
 
 
-def _law_check(spread: float | None, limit: float, asked: str | None, tried: tuple[str, ...] = ()):
+def _law_check(
+    spread: float | None,
+    limit: float,
+    asked: str | None,
+    tried: tuple[str, ...] = (),
+    sliced: bool = False,
+):
     if spread is None or not math.isfinite(spread):
         return "skipped: no viscoelastic law fitted (one frequency or per-frequency moduli)"
     measured = (
@@ -337,6 +346,14 @@ def _law_check(spread: float | None, limit: float, asked: str | None, tried: tup
         f"to {spread:.2%} between frequencies (limit {limit:.2%} at this noise and this "
         "fit's PDE residual)"
     )
+    if sliced:  # the equation, not the law, is what fails there
+        advice = (
+            "a 2-D slice of 3-D motion (slice_motion): the fitted equation takes the "
+            "through-plane derivatives as zero, so no law need describe the fitted wave's "
+            "dispersion; fit the volume (all slices, 3-D) where there is one, and read G'' "
+            "with care"
+        )
+        return spread, limit, spread <= limit, measured, advice
     if asked == "auto" or len(tried) > 1:  # the laws were judged, this one kept
         laws = f" ({', '.join(tried)})" if tried else ""
         return (
@@ -464,6 +481,11 @@ def _slice_check(share: float | None):
         "fit the volume (all slices, 3-D) where there is one"
     )
     return share, limit, share <= limit, measured, advice
+
+
+def _sliced(share: float | None) -> bool:
+    """A 2-D fit of three components whose through-plane share fails ``slice_motion``."""
+    return share is not None and math.isfinite(share) and share > QUALITY_LIMITS["through_plane"]
 
 
 def _component_check(components: int | None):
