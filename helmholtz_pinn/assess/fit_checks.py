@@ -28,6 +28,7 @@ __all__ = [
     "resimulation_facts",
     "baseline_resimulation",
     "law_limit",
+    "slice_of_3d_motion",
     "through_plane_share",
 ]
 
@@ -68,7 +69,7 @@ _UNITS = "check the data's spacing (m) and frequency (Hz)"
 SMALL_FIT_RESOLUTION = (
     "skipped: the small fit of noisy data at coarse sampling or on a small 2-D field (its "
     "poor maps show in the data checks: resimulation, wave_modulus, ahi_agreement, "
-    "data_fit)"
+    "one_component)"
 )
 # ``data_fit`` in the small fit: its smooth u-network leaves about the limit's misfit beyond
 # the noise on good and poor maps alike (docs/accuracy.md, "Fits that say they are off").
@@ -256,7 +257,7 @@ def fit_quality(
             law_limit(spread_max, noise_fraction, final_pde, small_fit),
             mu_model,
             tuple(laws_tried),
-            _sliced(through_plane_share),
+            slice_of_3d_motion(through_plane_share),
         ),
         "resolution": SMALL_FIT_RESOLUTION
         if small_fit
@@ -483,8 +484,9 @@ def _slice_check(share: float | None):
     return share, limit, share <= limit, measured, advice
 
 
-def _sliced(share: float | None) -> bool:
-    """A 2-D fit of three components whose through-plane share fails ``slice_motion``."""
+def slice_of_3d_motion(share: float | None) -> bool:
+    """Whether a through-plane share (:func:`through_plane_share`) fails ``slice_motion``:
+    a 2-D fit of three components of truly 3-D motion."""
     return share is not None and math.isfinite(share) and share > QUALITY_LIMITS["through_plane"]
 
 

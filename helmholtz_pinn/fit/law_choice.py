@@ -169,9 +169,9 @@ def _unfit(given: Admitted) -> str | None:
     if given.stacked:
         return None
     share = fit_checks.through_plane_share(given.datasets[0])
-    limit = fit_checks.QUALITY_LIMITS["through_plane"]
-    if share is None or not share > limit:
+    if not fit_checks.slice_of_3d_motion(share):
         return None
+    limit = fit_checks.QUALITY_LIMITS["through_plane"]
     return f"a slice of 3-D motion: {share:.1%} of the power through-plane, above {limit:.1%}"
 
 
